@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// kvlens entry point: subcommands that need no window first, then the GUI.
+// kvlens entry point: subcommands that need no window first, then batch mode or the GUI.
+#include "app/batch.h"
 #include "app/codebook_command.h"
 #include "app/main_window.h"
 
@@ -7,9 +8,33 @@
 #include <QCommandLineParser>
 #include <QTimer>
 
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
+
+namespace {
+
+/// Drops Qt's one harmless warning about a missing XDG_RUNTIME_DIR (root shells, CI), so
+/// batch errors stay one line; everything else goes to Qt's default handler.
+QtMessageHandler g_defaultHandler = nullptr;
+void filterMessages(QtMsgType type, const QMessageLogContext& context, const QString& message)
+{
+    if (type == QtWarningMsg && message.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR not set")))
+        return;
+    g_defaultHandler(type, context, message);
+}
+
+bool hasArgument(int argc, char** argv, const char* name)
+{
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], name) == 0)
+            return true;
+    return false;
+}
+
+} // namespace
 
 int main(int argc, char** argv)
 {
@@ -17,7 +42,12 @@ int main(int argc, char** argv)
         std::vector<std::string> args(argv + 2, argv + argc);
         return kvlens::app::runCodebookCommand(args, std::cout, std::cerr);
     }
+    // Batch mode renders figures without a display: default to the offscreen platform.
+    const bool batch = hasArgument(argc, argv, "--batch");
+    if (batch && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
+        setenv("QT_QPA_PLATFORM", "offscreen", 1);
 
+    g_defaultHandler = qInstallMessageHandler(filterMessages);
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("KVLens"));
     QApplication::setOrganizationName(QStringLiteral("KVLens"));
@@ -26,15 +56,47 @@ int main(int argc, char** argv)
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
         "KVLens: see how KV-cache quantization damages attention.\n\n"
-        "Subcommands:\n"
-        "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook"));
+        "Without options, opens the main window. Subcommands:\n"
+        "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
+        "Batch mode (no display needed):\n"
+        "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
+        "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv"));
     parser.addHelpOption();
     parser.addVersionOption();
-    QCommandLineOption quitAfter(QStringLiteral("quit-after"),
-                                 QStringLiteral("Close the window after <ms> milliseconds (scripts, smoke tests)."),
-                                 QStringLiteral("ms"));
-    parser.addOption(quitAfter);
+    const QCommandLineOption batchOption(QStringLiteral("batch"),
+                                         QStringLiteral("Run the spec file headless (\"default\": the default experiment)."),
+                                         QStringLiteral("spec"));
+    const QCommandLineOption outOption(QStringLiteral("out"), QStringLiteral("Output directory of --batch."),
+                                       QStringLiteral("dir"));
+    const QCommandLineOption threadsOption(QStringLiteral("threads"),
+                                           QStringLiteral("Worker threads for the CPU backend (default: one per core)."),
+                                           QStringLiteral("n"));
+    const QCommandLineOption quietOption(QStringLiteral("quiet"), QStringLiteral("No progress line in batch mode."));
+    const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
+                                       QStringLiteral("Close the window after <ms> milliseconds (scripts, smoke tests)."),
+                                       QStringLiteral("ms"));
+    parser.addOptions({batchOption, outOption, threadsOption, quietOption, quitAfter});
     parser.process(app);
+
+    int threads = 0;
+    if (parser.isSet(threadsOption)) {
+        bool ok = false;
+        threads = parser.value(threadsOption).toInt(&ok);
+        if (!ok || threads < 1 || threads > 256) {
+            std::cerr << "kvlens: --threads must be an integer in [1, 256], got '"
+                      << parser.value(threadsOption).toStdString() << "'\n";
+            return 2;
+        }
+    }
+
+    if (parser.isSet(batchOption)) {
+        kvlens::app::BatchOptions options;
+        options.specPath = parser.value(batchOption).toStdString();
+        options.outDir = parser.value(outOption).toStdString();
+        options.threads = threads;
+        options.quiet = parser.isSet(quietOption);
+        return kvlens::app::runBatch(options, std::cout, std::cerr);
+    }
 
     kvlens::app::MainWindow window;
     window.show();

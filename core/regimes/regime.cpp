@@ -2,6 +2,7 @@
 // Parameter normalization shared by all regimes, and the registry.
 #include "core/regimes/regime.h"
 
+#include "core/common/format.h"
 #include "core/regimes/builtin.h"
 
 #include <Eigen/QR>
@@ -9,20 +10,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <sstream>
 
 namespace kvlens {
-
-namespace {
-
-std::string formatNumber(double v)
-{
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
-
-} // namespace
 
 RegimeParams Regime::defaults() const
 {

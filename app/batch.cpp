@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Batch mode: spec in, files out, nothing partial on failure; Ctrl-C cancels cleanly.
+#include "app/batch.h"
+
+#include "core/experiment/runner.h"
+#include "core/experiment/spec_json.h"
+#include "core/io/atomic_file.h"
+#include "core/io/result_tables.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ostream>
+
+namespace kvlens::app {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void onInterrupt(int)
+{
+    g_interrupted.store(true);
+}
+
+/// Progress line on stderr, at most ten updates a second; Ctrl-C cancels.
+class BatchProgress final : public Progress {
+public:
+    BatchProgress(std::ostream& err, bool quiet) : m_err(err), m_quiet(quiet) {}
+
+    void report(long long done, long long total) override
+    {
+        if (m_quiet)
+            return;
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total && now - m_last < std::chrono::milliseconds(100))
+            return;
+        m_last = now;
+        const double seconds = std::chrono::duration<double>(now - m_start).count();
+        char line[128];
+        std::snprintf(line, sizeof line, "\rkvlens: %lld/%lld trials (%3.0f%%)  %.1f s", done, total,
+                      total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, seconds);
+        m_err << line << (done == total ? "\n" : "") << std::flush;
+    }
+    bool cancelled() const override { return g_interrupted.load(); }
+
+private:
+    std::ostream& m_err;
+    bool m_quiet;
+    std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point m_last{};
+};
+
+} // namespace
+
+int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
+{
+    if (options.outDir.empty()) {
+        err << "kvlens: --batch needs --out DIR\n";
+        return 2;
+    }
+    Result<ExperimentSpec> spec = options.specPath == "default" ? normalizeSpec(defaultSpec())
+                                                                : loadSpecFile(options.specPath);
+    if (!spec) {
+        err << "kvlens: " << spec.error().text() << "\n";
+        return 2;
+    }
+
+    CpuBackend backend(options.threads);
+    g_interrupted.store(false);
+    auto previous = std::signal(SIGINT, onInterrupt);
+    BatchProgress progress(err, options.quiet);
+    Result<ResultSet> results = runExperiment(*spec, backend, &progress);
+    std::signal(SIGINT, previous);
+    if (!results) {
+        err << "kvlens: " << results.error().text() << "\n";
+        return results.error().field == "memory_limit_mb" ? 2 : 1;
+    }
+    if (results->cancelled) {
+        err << "\nkvlens: interrupted after " << results->trials.size() << " of " << results->totalTrials
+            << " trials; nothing written\n";
+        return 130;
+    }
+
+    if (auto made = makeDirectories(options.outDir); !made) {
+        err << "kvlens: " << made.error().text() << "\n";
+        return 1;
+    }
+    const std::string dir = options.outDir + "/";
+    const std::pair<std::string, std::string> files[] = {
+        {"spec.json", specToJson(results->spec) + "\n"},
+        {"summary.csv", summaryCsv(*results)},
+        {"trials.csv", trialsCsv(*results)},
+        {"queries.csv", queriesCsv(*results)},
+    };
+    for (const auto& [name, contents] : files) {
+        if (auto written = writeFileAtomic(dir + name, contents); !written) {
+            err << "kvlens: " << written.error().text() << "\n";
+            return 1;
+        }
+    }
+    out << "KVLens " << results->spec.name << ": regime " << results->spec.regime << ", d = " << results->spec.d
+        << ", N = " << results->spec.tokens << ", Q = " << results->spec.queries << ", " << results->spec.seedCount
+        << " seeds, backend " << results->backend << ", " << results->trials.size() << " trials in "
+        << static_cast<long long>(results->elapsedMs) << " ms\n";
+    if (!results->regimeNote.empty())
+        out << results->regimeNote << "\n";
+    out << summaryText(*results);
+    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv}\n";
+    return 0;
+}
+
+} // namespace kvlens::app

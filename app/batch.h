@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Headless batch mode: `kvlens --batch SPEC.json --out DIR` runs a spec and writes its files.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace kvlens::app {
+
+struct BatchOptions {
+    std::string specPath;   ///< a spec file, or "default" for the built-in default experiment
+    std::string outDir;
+    int threads = 0;        ///< 0: one per core
+    bool quiet = false;     ///< no progress line
+};
+
+/// Runs the batch job. Validates first (a bad spec writes nothing), runs with a progress
+/// line on `err`, then writes DIR/spec.json, summary.csv, trials.csv and queries.csv
+/// atomically and prints the summary table on `out`. Returns the process exit code:
+/// 0 success, 2 bad input, 1 a failure while running or writing, 130 interrupted.
+int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
+
+} // namespace kvlens::app

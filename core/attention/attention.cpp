@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// CPU attention (the oracle for the OpenCL kernels).
+#include "core/attention/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvlens {
+
+void attentionScores(const Eigen::Ref<const RowMatrixXf>& queries, const Eigen::Ref<const RowMatrixXf>& keys,
+                     float scale, RowMatrixXf& scores)
+{
+    scores.noalias() = queries * keys.transpose();
+    scores *= scale;
+}
+
+void softmaxRows(const RowMatrixXf& scores, RowMatrixXf& probs, std::vector<double>* logSumExp)
+{
+    const Eigen::Index rows = scores.rows(), cols = scores.cols();
+    probs.resize(rows, cols);
+    if (logSumExp)
+        logSumExp->resize(static_cast<std::size_t>(rows));
+    for (Eigen::Index r = 0; r < rows; ++r) {
+        const float* s = scores.data() + r * cols;
+        float* p = probs.data() + r * cols;
+        float maximum = s[0];
+        for (Eigen::Index j = 1; j < cols; ++j)
+            maximum = std::max(maximum, s[j]);
+        double sum = 0.0;
+        for (Eigen::Index j = 0; j < cols; ++j) {
+            p[j] = std::exp(s[j] - maximum);
+            sum += p[j];
+        }
+        const auto inv = static_cast<float>(1.0 / sum);
+        for (Eigen::Index j = 0; j < cols; ++j)
+            p[j] *= inv;
+        if (logSumExp)
+            (*logSumExp)[static_cast<std::size_t>(r)] = maximum + std::log(sum);
+    }
+}
+
+void attentionOutput(const RowMatrixXf& probs, const Eigen::Ref<const RowMatrixXf>& values, RowMatrixXf& output)
+{
+    output.noalias() = probs * values;
+}
+
+} // namespace kvlens

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Lookups on a ResultSet.
+#include "core/experiment/result.h"
+
+namespace kvlens {
+
+const TrialResult* ResultSet::find(int point, int scheme, int budget, int seedIndex) const
+{
+    for (const auto& t : trials)
+        if (t.key.point == point && t.key.scheme == scheme && t.key.budget == budget && t.key.seedIndex == seedIndex)
+            return &t;
+    return nullptr;
+}
+
+} // namespace kvlens

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Trial scheduling: groups of trials sharing one draw run on worker threads; results land in walk order.
+#include "core/experiment/runner.h"
+
+#include "core/experiment/trial.h"
+#include "core/quant/wht.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace kvlens {
+
+double physicalMemoryBytes()
+{
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long pageSize = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && pageSize > 0 ? static_cast<double>(pages) * static_cast<double>(pageSize) : 0.0;
+}
+
+MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency)
+{
+    const double d = spec.d, n = spec.tokens, q = spec.queries, cal = spec.calibrationRows();
+    const double dp = static_cast<double>(paddedDimension(static_cast<std::size_t>(spec.d)));
+    int maxSketch = 0;
+    for (const auto& s : spec.schemes)
+        for (const PathConfig* p : {&s.key, &s.value})
+            if (p->residual == ResidualKind::Qjl)
+                maxSketch = std::max(maxSketch, p->qjlDim > 0 ? p->qjlDim : spec.d);
+    const double m = maxSketch;
+    constexpr double f = sizeof(float);
+    MemoryEstimate e;
+    e.concurrency = std::max(1, concurrency);
+    // Group: K, V, Q and calibration sets; exact scores, probabilities and output.
+    const double group = f * ((2.0 * n + q) * d + 3.0 * cal * d + 2.0 * q * n + q * d);
+    // One trial: rotated input, decoded, residual, reconstruction and unrotated copies of
+    // both paths (~6 n x dp each), codes (1 byte), sketch projections and signs (n x m, twice),
+    // estimated/base scores and probabilities (3 q x n), and the per-vector error arrays.
+    const double trial = f * (6.0 * n * dp + 2.0 * n * m + m * dp + 3.0 * q * n + q * dp + 4.0 * n) + n * dp;
+    e.perGroupBytes = group + trial;
+    const double perTrialResult = f * 9.0 * q + 2.0 * f * 3.0 * std::min<double>(spec.metrics.sampleCap, std::max(n, q))
+                                  + 512.0;
+    e.resultBytes = perTrialResult * static_cast<double>(spec.trialCount());
+    return e;
+}
+
+namespace {
+
+std::string megabytes(double bytes)
+{
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(bytes < 10e6 ? 1 : 0);
+    os << bytes / 1e6 << " MB";
+    return os.str();
+}
+
+} // namespace
+
+Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress)
+{
+    const auto start = std::chrono::steady_clock::now();
+    const int seeds = spec.seedCount;
+    const int points = 1;
+    const long long groupCount = static_cast<long long>(points) * seeds;
+    const int threads = static_cast<int>(std::max<long long>(1, std::min<long long>(backend.concurrency(), groupCount)));
+
+    const MemoryEstimate estimate = estimateMemory(spec, threads);
+    const double limit = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb * 1e6 : 0.5 * physicalMemoryBytes();
+    if (limit > 0.0 && estimate.totalBytes() > limit)
+        return Error{"memory_limit_mb", "this run needs about " + megabytes(estimate.totalBytes()) + " ("
+                                            + std::to_string(threads) + " trial groups in flight of "
+                                            + megabytes(estimate.perGroupBytes) + " each, plus "
+                                            + megabytes(estimate.resultBytes) + " of results), above the limit of "
+                                            + megabytes(limit) + "; reduce d, tokens, queries or seeds"};
+
+    const int budgetCount = static_cast<int>(spec.budgets.size());
+    const int schemeCount = static_cast<int>(spec.schemes.size());
+    const long long total = spec.trialCount();
+    auto slot = [&](int point, int budgetIndex, int schemeIndex, int seedIndex) {
+        return ((static_cast<long long>(point) * budgetCount + budgetIndex) * schemeCount + schemeIndex) * seeds
+               + seedIndex;
+    };
+
+    std::vector<TrialResult> slots(static_cast<std::size_t>(total));
+    std::vector<char> filled(static_cast<std::size_t>(total), 0);
+    std::mutex mutex; // guards progress calls, the done counter and the first error
+    long long done = 0;
+    std::atomic<long long> nextGroup{0};
+    std::atomic<bool> stop{false};
+    std::optional<Error> failure;
+    std::string regimeNote;
+
+    auto isCancelled = [&] {
+        if (stop.load())
+            return true;
+        if (progress) {
+            const std::lock_guard lock(mutex);
+            if (progress->cancelled()) {
+                stop.store(true);
+                return true;
+            }
+        }
+        return false;
+    };
+
+    auto worker = [&] {
+        try {
+            for (;;) {
+                const long long g = nextGroup.fetch_add(1);
+                if (g >= groupCount || isCancelled())
+                    return;
+                const int point = static_cast<int>(g / seeds);
+                const int seedIndex = static_cast<int>(g % seeds);
+                auto group = prepareTrialGroup(spec, point, seedIndex, backend);
+                if (!group) {
+                    const std::lock_guard lock(mutex);
+                    if (!failure)
+                        failure = group.error();
+                    stop.store(true);
+                    return;
+                }
+                if (g == 0) {
+                    const std::lock_guard lock(mutex);
+                    regimeNote = group->data.note;
+                }
+                for (int b = 0; b < budgetCount; ++b) {
+                    for (int s = 0; s < schemeCount; ++s) {
+                        if (isCancelled())
+                            return;
+                        TrialResult trial = runTrial(spec, *group, s, spec.budgets[static_cast<std::size_t>(b)], backend);
+                        const auto at = static_cast<std::size_t>(slot(point, b, s, seedIndex));
+                        const std::lock_guard lock(mutex);
+                        slots[at] = std::move(trial);
+                        filled[at] = 1;
+                        ++done;
+                        if (progress) {
+                            progress->trialFinished(slots[at]);
+                            progress->report(done, total);
+                        }
+                    }
+                }
+            }
+        } catch (const std::exception& e) {
+            const std::lock_guard lock(mutex);
+            if (!failure)
+                failure = Error{"run", std::string("the run failed: ") + e.what()};
+            stop.store(true);
+        }
+    };
+
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i)
+        pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool)
+        t.join();
+
+    if (failure)
+        return *failure;
+
+    ResultSet result;
+    result.spec = spec;
+    result.schemes = spec.schemes;
+    result.totalTrials = total;
+    result.backend = backend.name();
+    result.regimeNote = regimeNote;
+    result.cancelled = done < total;
+    result.trials.reserve(static_cast<std::size_t>(done));
+    for (std::size_t i = 0; i < slots.size(); ++i)
+        if (filled[i])
+            result.trials.push_back(std::move(slots[i]));
+    result.elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+} // namespace kvlens

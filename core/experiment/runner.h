@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// run(spec, backend, progress): walks the trials in parallel groups, reports progress, stops on cancel.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/experiment/backend.h"
+#include "core/experiment/result.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace kvlens {
+
+/// How a run talks back: plain C++, so core stays free of Qt. The runner serializes calls
+/// (never two at once), but they come from worker threads.
+class Progress {
+public:
+    virtual ~Progress() = default;
+    /// After each trial: `done` of `total` trials finished.
+    virtual void report(long long done, long long total) { (void)done; (void)total; }
+    /// Polled before each trial; true stops the run (trials already started finish).
+    virtual bool cancelled() const { return false; }
+    /// Each finished trial, for progressive display.
+    virtual void trialFinished(const TrialResult& trial) { (void)trial; }
+};
+
+/// A Progress whose cancel flag can be set from any thread.
+class CancelFlag : public Progress {
+public:
+    void cancel() { m_cancelled.store(true); }
+    bool cancelled() const override { return m_cancelled.load(); }
+
+private:
+    std::atomic<bool> m_cancelled{false};
+};
+
+/// Estimated peak memory of a run (bytes), from the sizes alone, before anything is allocated.
+struct MemoryEstimate {
+    double perGroupBytes = 0.0;  ///< data, exact attention and one trial's working buffers
+    double resultBytes = 0.0;    ///< everything kept in the ResultSet
+    int concurrency = 1;
+    double totalBytes() const { return perGroupBytes * concurrency + resultBytes; }
+};
+MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency);
+
+/// Physical memory of this machine in bytes (0 if unknown).
+double physicalMemoryBytes();
+
+/// Runs every trial of a normalized spec on `backend` (design section 7). Deterministic: the
+/// same spec gives the same results whatever the thread count. Refuses, before allocating,
+/// a run whose estimate exceeds spec.memoryLimitMb (default: half of physical memory).
+Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr);
+
+} // namespace kvlens

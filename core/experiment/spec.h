@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ExperimentSpec: everything that defines a run, with validation that names the bad field.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/quant/scheme.h"
+#include "core/regimes/regime.h"
+#include "core/rng/rng.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvlens {
+
+/// Options of the metrics a run computes.
+struct MetricOptions {
+    int topK = 5;          ///< k of routing recall
+    int sampleCap = 512;   ///< per-vector (SNR, phi) samples kept per trial and site, for scatter plots
+    bool operator==(const MetricOptions&) const = default;
+};
+
+/// A run: regime (with parameters), sizes, schemes, budgets, seeds, engine, backend
+/// (design section 7). Trials walk regime x budget x scheme x seed.
+struct ExperimentSpec {
+    std::string name = "default";       ///< free text shown in titles and exports
+    std::string regime = "gaussian";
+    RegimeParams regimeParams;          ///< normalized: every parameter present
+    int d = 128;                        ///< head dimension
+    int tokens = 1024;                  ///< N keys and values
+    int queries = 64;                   ///< Q queries
+    int calibrationTokens = 0;          ///< calibration rows for calibrated schemes (0: same as tokens)
+    double scoreScale = 1.0;            ///< queries are multiplied by this (gaussian scores have this std)
+    std::vector<SchemeConfig> schemes;
+    std::vector<int> budgets = {2, 3, 4};
+    std::uint64_t firstSeed = 1;        ///< seeds are firstSeed, firstSeed + 1, ...
+    int seedCount = 8;
+    EngineKind engine = EngineKind::Mt19937_64;
+    std::string backend = "cpu";        ///< "cpu", "opencl" or "auto"
+    std::string device;                 ///< OpenCL device index or name substring ("" = default)
+    MetricOptions metrics;
+    double memoryLimitMb = 0.0;         ///< refuse runs estimated above this (0: half of physical memory)
+
+    bool operator==(const ExperimentSpec&) const = default;
+
+    /// The seed of the i-th seed slot.
+    std::uint64_t seed(int index) const { return firstSeed + static_cast<std::uint64_t>(index); }
+    /// Calibration rows actually drawn: 0 when no scheme needs calibration.
+    int calibrationRows() const;
+    /// Total number of trials.
+    long long trialCount() const;
+};
+
+/// The default experiment (issue #3): gaussian, d = 128, N = 1024, Q = 64, KV, KQV, QKQV,
+/// budgets 2, 3, 4, 8 seeds.
+ExperimentSpec defaultSpec();
+
+/// Checks every field and fills the regime's defaults; errors name the field and its range.
+Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& spec);
+
+/// Allowed ranges, shared by validation, the GUI's spin boxes and the docs.
+struct SpecLimits {
+    static constexpr int kMinD = 4, kMaxD = 16384;
+    static constexpr int kMinTokens = 1, kMaxTokens = 1 << 22;
+    static constexpr int kMinQueries = 1, kMaxQueries = 1 << 16;
+    static constexpr int kMaxCalibration = 1 << 22;
+    static constexpr int kMinBudget = 2, kMaxBudget = 8;
+    static constexpr int kMaxSeeds = 100000;
+    static constexpr double kMaxScoreScale = 1000.0;
+    static constexpr int kMaxSampleCap = 1 << 20;
+};
+
+} // namespace kvlens

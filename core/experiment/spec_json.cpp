@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
+#include "core/experiment/spec_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace kvlens {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+/// Throws inside this file only; converted to an Error at the public boundary.
+struct FieldError {
+    std::string field;
+    std::string message;
+};
+
+void checkKeys(const json& object, const std::string& where, std::initializer_list<const char*> allowed)
+{
+    if (!object.is_object())
+        throw FieldError{where, "must be a JSON object"};
+    for (const auto& [key, value] : object.items()) {
+        bool ok = false;
+        for (const char* a : allowed)
+            ok = ok || key == a;
+        if (!ok) {
+            std::string list;
+            for (const char* a : allowed)
+                list += (list.empty() ? "" : ", ") + std::string(a);
+            throw FieldError{where.empty() ? key : where + "." + key, "unknown key (allowed: " + list + ")"};
+        }
+    }
+}
+
+int getInt(const json& v, const std::string& field, long long lo = std::numeric_limits<int>::min(),
+           long long hi = std::numeric_limits<int>::max())
+{
+    auto outOfRange = [&] {
+        return FieldError{field, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got "
+                                     + v.dump()};
+    };
+    if (v.is_number_unsigned()) {
+        const auto x = v.get<unsigned long long>();
+        if (x > static_cast<unsigned long long>(hi) || (lo > 0 && x < static_cast<unsigned long long>(lo)))
+            throw outOfRange();
+        return static_cast<int>(x);
+    }
+    if (v.is_number_integer()) {
+        const auto x = v.get<long long>();
+        if (x < lo || x > hi)
+            throw outOfRange();
+        return static_cast<int>(x);
+    }
+    if (v.is_number_float()) {
+        // 128.0 is accepted as 128; 2.5 is not an integer.
+        const double x = v.get<double>();
+        if (std::isfinite(x) && x == std::floor(x)) {
+            if (x < static_cast<double>(lo) || x > static_cast<double>(hi))
+                throw outOfRange();
+            return static_cast<int>(x);
+        }
+    }
+    throw FieldError{field, "must be an integer, got " + v.dump()};
+}
+
+double getNumber(const json& v, const std::string& field)
+{
+    if (!v.is_number())
+        throw FieldError{field, "must be a number, got " + v.dump()};
+    return v.get<double>();
+}
+
+std::string getString(const json& v, const std::string& field)
+{
+    if (!v.is_string())
+        throw FieldError{field, "must be a string, got " + v.dump()};
+    return v.get<std::string>();
+}
+
+template <class Enum>
+Enum getEnum(const json& v, const std::string& field, std::optional<Enum> (*parse)(std::string_view),
+             const char* allowed)
+{
+    const std::string text = getString(v, field);
+    const auto parsed = parse(text);
+    if (!parsed)
+        throw FieldError{field, "must be one of " + std::string(allowed) + ", got '" + text + "'"};
+    return *parsed;
+}
+
+json pathToJson(const PathConfig& p)
+{
+    json j;
+    j["rotation"] = std::string(rotationName(p.rotation));
+    j["quantizer"] = std::string(quantizerName(p.quantizer));
+    if (p.bits.relative)
+        j["bits"] = p.bits.text();
+    else
+        j["bits"] = p.bits.value;
+    j["norm_format"] = std::string(scalarFormatName(p.normFormat));
+    j["residual"] = std::string(residualName(p.residual));
+    j["qjl_dim"] = p.qjlDim;
+    j["group_size"] = p.groupSize;
+    j["axis"] = std::string(uniformAxisName(p.axis));
+    j["window"] = p.window;
+    return j;
+}
+
+PathConfig pathFromJson(const json& j, const std::string& field)
+{
+    checkKeys(j, field, {"rotation", "quantizer", "bits", "norm_format", "residual", "qjl_dim", "group_size", "axis",
+                         "window"});
+    PathConfig p;
+    if (j.contains("rotation"))
+        p.rotation = getEnum<Rotation>(j["rotation"], field + ".rotation", rotationFromName, "none, wht, eigen");
+    if (j.contains("quantizer"))
+        p.quantizer = getEnum<QuantizerKind>(j["quantizer"], field + ".quantizer", quantizerFromName,
+                                             "lloyd_beta, lloyd_gauss, lloyd_empirical, uniform");
+    if (j.contains("bits")) {
+        const json& b = j["bits"];
+        if (b.is_string()) {
+            const auto rule = BitsRule::parse(b.get<std::string>());
+            if (!rule)
+                throw FieldError{field + ".bits", "must be \"n\", \"n-1\", \"n+1\" ... or an integer 1..8, got " + b.dump()};
+            p.bits = *rule;
+        } else {
+            p.bits = BitsRule{false, getInt(b, field + ".bits", 1, 8)};
+        }
+    }
+    if (j.contains("norm_format"))
+        p.normFormat = getEnum<ScalarFormat>(j["norm_format"], field + ".norm_format", scalarFormatFromName,
+                                             "fp16, bf16, fp32");
+    if (j.contains("residual"))
+        p.residual = getEnum<ResidualKind>(j["residual"], field + ".residual", residualFromName, "none, qjl, headq");
+    if (j.contains("qjl_dim"))
+        p.qjlDim = getInt(j["qjl_dim"], field + ".qjl_dim", 0, 1 << 20);
+    if (j.contains("group_size"))
+        p.groupSize = getInt(j["group_size"], field + ".group_size", 1, 1 << 20);
+    if (j.contains("axis"))
+        p.axis = getEnum<UniformAxis>(j["axis"], field + ".axis", uniformAxisFromName, "per_channel, per_token");
+    if (j.contains("window"))
+        p.window = getInt(j["window"], field + ".window", 0, 1 << 22);
+    return p;
+}
+
+json schemeJson(const SchemeConfig& s)
+{
+    if (s.builtin)
+        return s.name;
+    json j;
+    j["name"] = s.name;
+    if (!s.description.empty())
+        j["description"] = s.description;
+    j["k"] = pathToJson(s.key);
+    j["v"] = pathToJson(s.value);
+    return j;
+}
+
+SchemeConfig schemeFromJson(const json& j, const std::string& field)
+{
+    if (j.is_string()) {
+        const std::string name = j.get<std::string>();
+        auto named = findScheme(name);
+        if (!named)
+            throw FieldError{field, "unknown scheme '" + name + "' (known: " + schemeNames() + ")"};
+        return *named;
+    }
+    checkKeys(j, field, {"name", "description", "k", "v"});
+    if (!j.contains("name"))
+        throw FieldError{field + ".name", "a scheme needs a name"};
+    SchemeConfig s;
+    s.name = getString(j["name"], field + ".name");
+    if (!j.contains("k") && !j.contains("v")) {
+        auto named = findScheme(s.name);
+        if (!named)
+            throw FieldError{field + ".name", "unknown scheme '" + s.name + "'; give \"k\" and \"v\" paths to define it"};
+        return *named;
+    }
+    if (!j.contains("k") || !j.contains("v"))
+        throw FieldError{field, "a custom scheme needs both a \"k\" and a \"v\" path"};
+    if (j.contains("description"))
+        s.description = getString(j["description"], field + ".description");
+    s.key = pathFromJson(j["k"], field + ".k");
+    s.value = pathFromJson(j["v"], field + ".v");
+    s.builtin = false;
+    return s;
+}
+
+json paramValueJson(const ParamValue& v)
+{
+    if (const auto* d = std::get_if<double>(&v))
+        return *d;
+    return std::get<std::string>(v);
+}
+
+json toJson(const ExperimentSpec& s)
+{
+    json j;
+    j["kvlens_spec"] = kFormatVersion;
+    j["name"] = s.name;
+    json regime;
+    regime["name"] = s.regime;
+    for (const auto& [key, value] : s.regimeParams)
+        regime[key] = paramValueJson(value);
+    j["regime"] = regime;
+    j["d"] = s.d;
+    j["tokens"] = s.tokens;
+    j["queries"] = s.queries;
+    j["calibration_tokens"] = s.calibrationTokens;
+    j["score_scale"] = s.scoreScale;
+    json schemes = json::array();
+    for (const auto& scheme : s.schemes)
+        schemes.push_back(schemeJson(scheme));
+    j["schemes"] = schemes;
+    j["budgets"] = s.budgets;
+    j["seeds"] = {{"first", s.firstSeed}, {"count", s.seedCount}};
+    j["rng"] = std::string(engineName(s.engine));
+    j["backend"] = s.backend;
+    j["device"] = s.device;
+    j["metrics"] = {{"top_k", s.metrics.topK}, {"sample_cap", s.metrics.sampleCap}};
+    j["memory_limit_mb"] = s.memoryLimitMb;
+    return j;
+}
+
+ExperimentSpec fromJson(const json& j)
+{
+    checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
+                      "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
+                      "memory_limit_mb"});
+    ExperimentSpec s;
+    s.schemes.clear();
+    if (j.contains("kvlens_spec")) {
+        const int version = getInt(j["kvlens_spec"], "kvlens_spec");
+        if (version != kFormatVersion)
+            throw FieldError{"kvlens_spec", "format version " + std::to_string(version) + " is not supported (this "
+                                            "build reads version " + std::to_string(kFormatVersion) + ")"};
+    }
+    if (j.contains("name"))
+        s.name = getString(j["name"], "name");
+    if (j.contains("regime")) {
+        const json& r = j["regime"];
+        if (r.is_string()) {
+            s.regime = r.get<std::string>();
+        } else {
+            if (!r.is_object())
+                throw FieldError{"regime", "must be a regime name or an object {\"name\": ..., parameters...}"};
+            if (!r.contains("name"))
+                throw FieldError{"regime.name", "missing (known: " + regimeNames() + ")"};
+            s.regime = getString(r["name"], "regime.name");
+            for (const auto& [key, value] : r.items()) {
+                if (key == "name")
+                    continue;
+                if (value.is_number())
+                    s.regimeParams[key] = value.get<double>();
+                else if (value.is_string())
+                    s.regimeParams[key] = value.get<std::string>();
+                else
+                    throw FieldError{"regime." + key, "must be a number or a string, got " + value.dump()};
+            }
+        }
+    }
+    auto intField = [&](const char* key, const char* alias, int& target) {
+        if (j.contains(key) && alias && j.contains(alias))
+            throw FieldError{alias, std::string("give either \"") + key + "\" or \"" + alias + "\", not both"};
+        if (j.contains(key))
+            target = getInt(j[key], key);
+        else if (alias && j.contains(alias))
+            target = getInt(j[alias], alias);
+    };
+    intField("d", nullptr, s.d);
+    intField("tokens", "N", s.tokens);
+    intField("queries", "Q", s.queries);
+    intField("calibration_tokens", nullptr, s.calibrationTokens);
+    if (j.contains("score_scale"))
+        s.scoreScale = getNumber(j["score_scale"], "score_scale");
+    if (j.contains("schemes")) {
+        const json& list = j["schemes"];
+        if (!list.is_array())
+            throw FieldError{"schemes", "must be an array of scheme names or scheme objects"};
+        for (std::size_t i = 0; i < list.size(); ++i)
+            s.schemes.push_back(schemeFromJson(list[i], "schemes[" + std::to_string(i) + "]"));
+    } else {
+        s.schemes = defaultSpec().schemes;
+    }
+    if (j.contains("budgets")) {
+        const json& list = j["budgets"];
+        if (!list.is_array())
+            throw FieldError{"budgets", "must be an array of integers"};
+        s.budgets.clear();
+        for (std::size_t i = 0; i < list.size(); ++i)
+            s.budgets.push_back(getInt(list[i], "budgets[" + std::to_string(i) + "]"));
+    }
+    if (j.contains("seeds")) {
+        const json& seeds = j["seeds"];
+        checkKeys(seeds, "seeds", {"first", "count"});
+        if (seeds.contains("first")) {
+            if (!seeds["first"].is_number_unsigned() && !(seeds["first"].is_number_integer() && seeds["first"].get<long long>() >= 0))
+                throw FieldError{"seeds.first", "must be a non-negative integer, got " + seeds["first"].dump()};
+            s.firstSeed = seeds["first"].get<std::uint64_t>();
+        }
+        if (seeds.contains("count"))
+            s.seedCount = getInt(seeds["count"], "seeds.count");
+    }
+    if (j.contains("rng"))
+        s.engine = getEnum<EngineKind>(j["rng"], "rng", engineFromName, "mt19937_64, pcg64");
+    if (j.contains("backend"))
+        s.backend = getString(j["backend"], "backend");
+    if (j.contains("device")) {
+        const json& dev = j["device"];
+        s.device = dev.is_number_integer() ? std::to_string(dev.get<long long>()) : getString(dev, "device");
+    }
+    if (j.contains("metrics")) {
+        const json& m = j["metrics"];
+        checkKeys(m, "metrics", {"top_k", "sample_cap"});
+        if (m.contains("top_k"))
+            s.metrics.topK = getInt(m["top_k"], "metrics.top_k");
+        if (m.contains("sample_cap"))
+            s.metrics.sampleCap = getInt(m["sample_cap"], "metrics.sample_cap");
+    }
+    if (j.contains("memory_limit_mb"))
+        s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
+    return s;
+}
+
+} // namespace
+
+Result<ExperimentSpec> specFromJson(std::string_view text)
+{
+    json j;
+    try {
+        j = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        return Error{"", std::string("not valid JSON: ") + e.what()};
+    }
+    try {
+        return normalizeSpec(fromJson(j));
+    } catch (const FieldError& e) {
+        return Error{e.field, e.message};
+    } catch (const json::exception& e) {
+        return Error{"", std::string("malformed spec: ") + e.what()};
+    }
+}
+
+std::string specToJson(const ExperimentSpec& spec, int indent)
+{
+    return toJson(spec).dump(indent);
+}
+
+std::string schemeToJson(const SchemeConfig& scheme)
+{
+    return schemeJson(scheme).dump();
+}
+
+Result<ExperimentSpec> loadSpecFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return Error{path, "cannot open the spec file"};
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad())
+        return Error{path, "read error"};
+    auto spec = specFromJson(buffer.str());
+    if (!spec)
+        return Error{path + (spec.error().field.empty() ? "" : ": " + spec.error().field), spec.error().message};
+    return spec;
+}
+
+} // namespace kvlens

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ExperimentSpec <-> JSON. Reading is strict (unknown keys and wrong types are errors that name the field).
+#pragma once
+
+#include "core/common/result.h"
+#include "core/experiment/spec.h"
+
+#include <string>
+#include <string_view>
+
+namespace kvlens {
+
+/// Parses a spec from JSON text and normalizes it (normalizeSpec). Missing fields take their
+/// defaults; "N" and "Q" are accepted for "tokens" and "queries".
+Result<ExperimentSpec> specFromJson(std::string_view text);
+
+/// Writes a spec as JSON (every field, canonical keys); specFromJson(specToJson(s)) == s
+/// for a normalized spec.
+std::string specToJson(const ExperimentSpec& spec, int indent = 2);
+
+/// Reads and parses a spec file; errors name the path.
+Result<ExperimentSpec> loadSpecFile(const std::string& path);
+
+/// The JSON of one scheme (a name for built-in schemes, an object with "k" and "v" otherwise).
+std::string schemeToJson(const SchemeConfig& scheme);
+
+} // namespace kvlens

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The trial pipeline, shared by every backend: host-side planning, backend stages, host-side metrics.
+#include "core/experiment/trial.h"
+
+#include "core/metrics/vector_metrics.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+namespace kvlens {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// Strided subsample of at most `cap` entries (the whole array if shorter).
+VectorSamples sample(const RowErrors& e, int cap)
+{
+    VectorSamples s;
+    const auto n = e.snrDb.size();
+    if (cap <= 0 || n == 0)
+        return s;
+    const std::size_t count = std::min<std::size_t>(n, static_cast<std::size_t>(cap));
+    s.snrDb.reserve(count);
+    s.phi.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t at = i * n / count;
+        s.snrDb.push_back(e.snrDb[at]);
+        s.phi.push_back(e.phi[at]);
+    }
+    return s;
+}
+
+double mean(const std::vector<float>& v)
+{
+    double sum = 0.0;
+    for (float x : v)
+        sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+/// Mean and variance (population) of a - b over all entries.
+std::pair<double, double> differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
+{
+    double sum = 0.0, sum2 = 0.0;
+    const Eigen::Index n = a.size();
+    const float* pa = a.data();
+    const float* pb = b.data();
+    for (Eigen::Index i = 0; i < n; ++i) {
+        const double d = static_cast<double>(pa[i]) - pb[i];
+        sum += d;
+        sum2 += d * d;
+    }
+    const double m = sum / static_cast<double>(n);
+    return {m, std::max(0.0, sum2 / static_cast<double>(n) - m * m)};
+}
+
+} // namespace
+
+Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend)
+{
+    const Regime* regime = findRegime(spec.regime);
+    if (!regime)
+        return Error{"regime.name", "unknown regime '" + spec.regime + "'"};
+    TrialGroup g;
+    g.point = point;
+    g.seedIndex = seedIndex;
+    g.seed = spec.seed(seedIndex);
+    const DataShape shape{spec.d, spec.tokens, spec.queries, spec.calibrationRows()};
+    auto data = regime->generate(spec.regimeParams, shape, spec.engine, g.seed);
+    if (!data)
+        return data.error();
+    g.data = std::move(data).value();
+    if (spec.scoreScale != 1.0) {
+        const auto c = static_cast<float>(spec.scoreScale);
+        g.data.queries *= c;
+        g.data.calibrationQueries *= c;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(spec.d));
+    backend.scores(g.data.queries, g.data.keys, scale, g.scores);
+    backend.attend(g.scores, g.data.values, g.probs, g.logSumExp, g.output);
+    g.meanQueryNorm2 = g.data.queries.rowwise().squaredNorm().cast<double>().mean();
+    g.meanKeyNorm2 = g.data.keys.rowwise().squaredNorm().cast<double>().mean();
+    return g;
+}
+
+double predictedScoreErrorVariance(const PathPlan& keyPlan, double meanQueryNorm2, double meanKeyNorm2,
+                                   bool withResidual)
+{
+    if (!keyPlan.codebook || keyPlan.config.quantizer == QuantizerKind::Uniform || keyPlan.codebook->variance <= 0.0)
+        return std::numeric_limits<double>::quiet_NaN();
+    const double relativeDistortion = keyPlan.codebook->mse / keyPlan.codebook->variance;
+    const double dim = keyPlan.dim, d = keyPlan.d;
+    const double base = relativeDistortion * meanQueryNorm2 * meanKeyNorm2 / d;
+    if (withResidual && keyPlan.config.residual == ResidualKind::Qjl)
+        return base * (std::numbers::pi / 2.0 - 1.0 / dim) / keyPlan.sketchRows();
+    return base / dim;
+}
+
+TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int schemeIndex, int budget,
+                     ComputeBackend& backend)
+{
+    const SchemeConfig& scheme = spec.schemes[static_cast<std::size_t>(schemeIndex)];
+    TrialResult t;
+    t.key = TrialKey{g.point, schemeIndex, budget, g.seedIndex, g.seed};
+    const Dataset& data = g.data;
+    const RowMatrixXf* calibrationKeys = data.calibrationKeys.rows() > 0 ? &data.calibrationKeys : nullptr;
+    const RowMatrixXf* calibrationValues = data.calibrationValues.rows() > 0 ? &data.calibrationValues : nullptr;
+
+    auto start = Clock::now();
+    const PathPlan keyPlan = planPath(scheme.key, budget, spec.d, PathSite::Keys, calibrationKeys, spec.engine, g.seed);
+    const PathResult keyPath = backend.encodePath(keyPlan, data.keys, &data.queries);
+    t.timings.keyPath = msSince(start);
+
+    start = Clock::now();
+    const PathPlan valuePlan =
+        planPath(scheme.value, budget, spec.d, PathSite::Values, calibrationValues, spec.engine, g.seed);
+    const PathResult valuePath = backend.encodePath(valuePlan, data.values, nullptr);
+    t.timings.valuePath = msSince(start);
+
+    start = Clock::now();
+    RowMatrixXf probsHat, outputHat;
+    std::vector<double> logSumExpHat;
+    backend.attend(keyPath.scores, valuePath.reconstruction, probsHat, logSumExpHat, outputHat);
+    t.timings.attention = msSince(start);
+
+    start = Clock::now();
+    const RowErrors keyErrors = rowErrors(data.keys, keyPath.reconstruction);
+    const RowErrors valueErrors = rowErrors(data.values, valuePath.reconstruction);
+    const RowErrors outputErrors = rowErrors(g.output, outputHat);
+    std::vector<float> valueError2(static_cast<std::size_t>(spec.tokens));
+    for (int j = 0; j < spec.tokens; ++j)
+        valueError2[static_cast<std::size_t>(j)] = (data.values.row(j) - valuePath.reconstruction.row(j)).squaredNorm();
+
+    AttentionPair pair;
+    pair.scores = &g.scores;
+    pair.probs = &g.probs;
+    pair.logSumExp = &g.logSumExp;
+    pair.scoresHat = &keyPath.scores;
+    pair.probsHat = &probsHat;
+    pair.logSumExpHat = &logSumExpHat;
+    QueryMetrics q = backend.queryMetrics(pair, valueError2, spec.metrics.topK);
+
+    t.kl = std::move(q.kl);
+    t.recall = std::move(q.recall);
+    t.argmaxShift = std::move(q.argmaxShift);
+    t.fisher = std::move(q.fisher);
+    t.a2 = std::move(q.a2);
+    t.meanEntropy = mean(q.entropy);
+    t.snrT = outputErrors.snrDb;
+    t.phiT = outputErrors.phi;
+    t.relMseT = outputErrors.relErr;
+    t.d2.resize(t.relMseT.size());
+    for (std::size_t i = 0; i < t.d2.size(); ++i) {
+        const double epsDir = 1.0 - std::cos(static_cast<double>(t.phiT[i]));
+        t.d2[i] = static_cast<float>(static_cast<double>(t.relMseT[i]) * t.relMseT[i] + epsDir * epsDir);
+    }
+
+    t.sixD = SixD{mean(keyErrors.snrDb), mean(keyErrors.phi), mean(valueErrors.snrDb),
+                  mean(valueErrors.phi), mean(outputErrors.snrDb), mean(outputErrors.phi)};
+    t.relMseK = keyErrors.sumNorm2 > 0.0 ? keyErrors.sumError2 / keyErrors.sumNorm2 : 0.0;
+    t.relMseV = valueErrors.sumNorm2 > 0.0 ? valueErrors.sumError2 / valueErrors.sumNorm2 : 0.0;
+    t.rawMseK = keyErrors.sumError2 / (static_cast<double>(spec.tokens) * spec.d);
+
+    const auto [errMean, errVar] = differenceMoments(keyPath.scores, g.scores);
+    t.scoreErrorMean = errMean;
+    t.scoreErrorVar = errVar;
+    t.scoreErrorVarBase = keyPath.baseScores.size() > 0 ? differenceMoments(keyPath.baseScores, g.scores).second : errVar;
+    t.scoreErrorVarPredicted = predictedScoreErrorVariance(keyPlan, g.meanQueryNorm2, g.meanKeyNorm2, true);
+
+    t.bits = BitAccounting{pathBitsPerCoordinate(keyPlan, spec.tokens), pathBitsPerCoordinate(valuePlan, spec.tokens)};
+    t.saturatedNorms = keyPath.saturatedNorms + valuePath.saturatedNorms;
+    t.samplesK = sample(keyErrors, spec.metrics.sampleCap);
+    t.samplesV = sample(valueErrors, spec.metrics.sampleCap);
+    t.samplesT = sample(outputErrors, spec.metrics.sampleCap);
+    t.timings.metrics = msSince(start);
+    return t;
+}
+
+} // namespace kvlens

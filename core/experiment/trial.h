@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// One trial: quantize K and V with a scheme at a budget, attend, and measure the damage.
+#pragma once
+
+#include "core/experiment/backend.h"
+#include "core/experiment/result.h"
+#include "core/regimes/regime.h"
+
+namespace kvlens {
+
+/// What every trial of one (grid point, seed) shares: the draw and its exact attention.
+struct TrialGroup {
+    int point = 0;
+    int seedIndex = 0;
+    std::uint64_t seed = 0;
+    Dataset data;                    ///< queries already multiplied by the score scale
+    RowMatrixXf scores, probs, output;
+    std::vector<double> logSumExp;
+    double meanQueryNorm2 = 0.0;     ///< for the score-error theory
+    double meanKeyNorm2 = 0.0;
+};
+
+/// Draws the data of one (point, seed) and computes its exact attention on `backend`.
+Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend);
+
+/// Runs scheme `schemeIndex` of the spec at `budget` on a prepared group.
+TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& group, int schemeIndex, int budget,
+                     ComputeBackend& backend);
+
+/// Predicted variance of the score error s^ - s of a key path (design section 5): with
+/// D the codebook's relative distortion per unit vector, b its bits, m the sketch rows,
+///   scalar:       D_b E||q||^2 E||k||^2 / (dim d)
+///   scalar + QJL: D_b E||q||^2 E||k||^2 ((pi/2) - 1/dim) / (m d)
+/// NaN for quantizers without a closed form (uniform).
+double predictedScoreErrorVariance(const PathPlan& keyPlan, double meanQueryNorm2, double meanKeyNorm2,
+                                   bool withResidual);
+
+} // namespace kvlens

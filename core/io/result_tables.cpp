@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Result tables as CSV text.
+#include "core/io/result_tables.h"
+
+#include "core/io/csv.h"
+#include "core/metrics/summary.h"
+
+namespace kvlens {
+
+namespace {
+
+const std::string& schemeName(const ResultSet& r, int index)
+{
+    return r.schemes[static_cast<std::size_t>(index)].name;
+}
+
+} // namespace
+
+std::string summaryCsv(const ResultSet& results)
+{
+    CsvWriter csv({"regime", "point", "scheme", "budget", "bits_k", "bits_v", "bits_total", "trials", "queries",
+                   "kl_mean", "kl_median", "kl_p99", "kl_max", "recall_mean", "argmax_shift_rate", "snr_k", "phi_k",
+                   "snr_v", "phi_v", "snr_t", "phi_t", "rel_mse_k", "rel_mse_v", "fisher_mean", "a2_mean",
+                   "score_err_var", "score_err_var_base", "score_err_var_pred", "entropy_mean", "saturated_norms"});
+    for (const SummaryRow& r : summarize(results)) {
+        csv.add(results.spec.regime).add(r.point).add(schemeName(results, r.scheme)).add(r.budget);
+        csv.add(r.bits.key).add(r.bits.value).add(r.bits.total()).add(r.trials).add(r.queries);
+        csv.add(r.klMean).add(r.klMedian).add(r.klP99).add(r.klMax).add(r.recallMean).add(r.argmaxShiftRate);
+        for (double v : r.sixD.values())
+            csv.add(v);
+        csv.add(r.relMseK).add(r.relMseV).add(r.fisherMean).add(r.a2Mean);
+        csv.add(r.scoreErrorVar).add(r.scoreErrorVarBase).add(r.scoreErrorVarPredicted).add(r.meanEntropy);
+        csv.add(r.saturatedNorms);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+std::string trialsCsv(const ResultSet& results)
+{
+    CsvWriter csv({"point", "scheme", "budget", "seed", "snr_k", "phi_k", "snr_v", "phi_v", "snr_t", "phi_t",
+                   "rel_mse_k", "rel_mse_v", "raw_mse_k", "score_err_mean", "score_err_var", "score_err_var_base",
+                   "score_err_var_pred", "entropy_mean", "bits_k", "bits_v", "saturated_norms", "ms_key_path",
+                   "ms_value_path", "ms_attention", "ms_metrics"});
+    for (const TrialResult& t : results.trials) {
+        csv.add(t.key.point).add(schemeName(results, t.key.scheme)).add(t.key.budget)
+            .add(static_cast<unsigned long long>(t.key.seed));
+        for (double v : t.sixD.values())
+            csv.add(v);
+        csv.add(t.relMseK).add(t.relMseV).add(t.rawMseK).add(t.scoreErrorMean).add(t.scoreErrorVar)
+            .add(t.scoreErrorVarBase).add(t.scoreErrorVarPredicted).add(t.meanEntropy).add(t.bits.key)
+            .add(t.bits.value).add(t.saturatedNorms);
+        csv.add(t.timings.keyPath).add(t.timings.valuePath).add(t.timings.attention).add(t.timings.metrics);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+std::string queriesCsv(const ResultSet& results)
+{
+    CsvWriter csv({"point", "scheme", "budget", "seed", "query", "kl", "recall", "argmax_shift", "fisher",
+                   "a2_value_error", "snr_t", "phi_t", "rel_mse_t", "d2"});
+    for (const TrialResult& t : results.trials) {
+        for (std::size_t q = 0; q < t.kl.size(); ++q) {
+            csv.add(t.key.point).add(schemeName(results, t.key.scheme)).add(t.key.budget)
+                .add(static_cast<unsigned long long>(t.key.seed)).add(static_cast<long long>(q));
+            csv.add(t.kl[q]).add(t.recall[q]).add(static_cast<long long>(t.argmaxShift[q])).add(t.fisher[q])
+                .add(t.a2[q]).add(t.snrT[q]).add(t.phiT[q]).add(t.relMseT[q]).add(t.d2[q]);
+            csv.endRow();
+        }
+    }
+    return csv.text();
+}
+
+} // namespace kvlens
+
+#include <cstdio>
+
+namespace kvlens {
+
+std::string summaryText(const ResultSet& results)
+{
+    std::string out;
+    char line[320];
+    std::snprintf(line, sizeof line, "%-12s %2s %7s %7s %11s %11s %11s %7s %7s %7s %7s %7s %7s\n", "scheme", "n",
+                  "bits_k", "bits_v", "kl_mean", "kl_p99", "kl_max", "recall", "snr_k", "phi_k", "snr_v", "phi_v",
+                  "phi_t");
+    out += line;
+    for (const SummaryRow& r : summarize(results)) {
+        std::snprintf(line, sizeof line, "%-12s %2d %7.3f %7.3f %11.4e %11.4e %11.4e %7.4f %7.2f %7.4f %7.2f %7.4f %7.4f\n",
+                      schemeName(results, r.scheme).c_str(), r.budget, r.bits.key, r.bits.value, r.klMean, r.klP99,
+                      r.klMax, r.recallMean, r.sixD.snrK, r.sixD.phiK, r.sixD.snrV, r.sixD.phiV, r.sixD.phiT);
+        out += line;
+    }
+    return out;
+}
+
+} // namespace kvlens

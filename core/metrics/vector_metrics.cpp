@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// SNR and direction error of reconstructions, in double precision.
+#include "core/metrics/vector_metrics.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace kvlens {
+
+VectorError vectorError(const float* x, const float* xHat, Eigen::Index n)
+{
+    double xx = 0.0, hh = 0.0, xh = 0.0, ee = 0.0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+        const double a = x[i], b = xHat[i];
+        xx += a * a;
+        hh += b * b;
+        xh += a * b;
+        ee += (a - b) * (a - b);
+    }
+    VectorError out;
+    if (xx == 0.0) {
+        out.snrDb = ee == 0.0 ? kSnrCapDb : -kSnrCapDb;
+        out.phi = hh == 0.0 ? 0.0 : std::numbers::pi / 2;
+        out.relErr = ee == 0.0 ? 0.0 : 1.0;
+        return out;
+    }
+    out.relErr = ee / xx;
+    out.snrDb = ee == 0.0 ? kSnrCapDb : std::min(kSnrCapDb, 10.0 * std::log10(xx / ee));
+    if (hh == 0.0) {
+        out.phi = std::numbers::pi / 2;
+        return out;
+    }
+    // Component of x^ orthogonal to u = x/||x||, summed directly (no cancellation).
+    const double along = xh / std::sqrt(xx);
+    const double scale = xh / xx;
+    double perp2 = 0.0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+        const double p = xHat[i] - scale * x[i];
+        perp2 += p * p;
+    }
+    out.phi = std::atan2(std::sqrt(perp2), along);
+    return out;
+}
+
+RowErrors rowErrors(const Eigen::Ref<const RowMatrixXf>& x, const Eigen::Ref<const RowMatrixXf>& xHat)
+{
+    RowErrors out;
+    const Eigen::Index rows = x.rows(), d = x.cols();
+    out.snrDb.resize(static_cast<std::size_t>(rows));
+    out.phi.resize(static_cast<std::size_t>(rows));
+    out.relErr.resize(static_cast<std::size_t>(rows));
+    for (Eigen::Index r = 0; r < rows; ++r) {
+        const float* a = x.data() + r * x.outerStride();
+        const float* b = xHat.data() + r * xHat.outerStride();
+        const VectorError e = vectorError(a, b, d);
+        out.snrDb[static_cast<std::size_t>(r)] = static_cast<float>(e.snrDb);
+        out.phi[static_cast<std::size_t>(r)] = static_cast<float>(e.phi);
+        out.relErr[static_cast<std::size_t>(r)] = static_cast<float>(e.relErr);
+        double norm2 = 0.0;
+        for (Eigen::Index i = 0; i < d; ++i)
+            norm2 += static_cast<double>(a[i]) * a[i];
+        out.sumNorm2 += norm2;
+        out.sumError2 += e.relErr * norm2;
+    }
+    return out;
+}
+
+} // namespace kvlens

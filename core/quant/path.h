@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// One cache path (K or V) resolved for a budget and a seed, and its CPU encoder (the oracle).
+#pragma once
+
+#include "core/common/types.h"
+#include "core/quant/lloyd_max.h"
+#include "core/quant/scheme.h"
+#include "core/quant/uniform_quantizer.h"
+#include "core/rng/rng.h"
+
+#include <memory>
+#include <vector>
+
+namespace kvlens {
+
+/// Which cache a path stores; selects the random streams so K and V get independent signs
+/// and sketches, identical for every scheme and budget of a seed (paired comparisons).
+enum class PathSite { Keys, Values };
+
+/// Everything a backend needs to quantize one path: resolved bits, codebook, random signs,
+/// sketch matrix. Random parts are drawn on the host so every backend sees the same inputs.
+struct PathPlan {
+    PathConfig config;
+    int d = 0;                 ///< vector dimension
+    int dim = 0;               ///< stored dimension (next power of two under the WHT, else d)
+    int bits = 0;              ///< scalar bits at this budget
+    std::vector<float> signs;  ///< WHT diagonal (dim entries), empty without rotation
+    std::shared_ptr<const Codebook> codebook; ///< Lloyd quantizers
+    UniformOptions uniform;    ///< uniform quantizer
+    RowMatrixXf sketch;        ///< QJL matrix S (m x dim), empty without QJL
+    float scoreScale = 1.0f;   ///< 1/sqrt(d): scores are q.k / sqrt(d)
+
+    bool hasResidual() const { return config.residual != ResidualKind::None; }
+    int sketchRows() const { return static_cast<int>(sketch.rows()); }
+};
+
+/// Resolves a path for budget n. `calibration` (rows x d, may be null) trains empirical
+/// codebooks; it must be a separate draw from the data being scored.
+PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, const RowMatrixXf* calibration,
+                  EngineKind engine, std::uint64_t seed);
+
+/// Storage of one path in bits per original coordinate, all overheads included: codes over
+/// the padded dimension, norms, sketch bits and residual norms, group parameters, the
+/// full-precision window (exact for `tokens` vectors).
+double pathBitsPerCoordinate(const PathPlan& plan, int tokens);
+
+/// What encoding a path produces.
+struct PathResult {
+    RowMatrixXf reconstruction; ///< n x d, in the original basis, residual reconstruction included
+    RowMatrixXf scores;         ///< nq x n estimated q.k / sqrt(d) (when queries were given)
+    RowMatrixXf baseScores;     ///< nq x n without the residual's correction (only with a residual)
+    int saturatedNorms = 0;     ///< stored norms that hit the fp16 ceiling
+};
+
+/// The CPU reference encoder: rotate, quantize, dequantize, sketch the residual, estimate
+/// scores the way a real cache would (dequantized dot product + the QJL inner-product
+/// term), and reconstruct. x is n x d; queries (nq x d) may be null for value paths.
+PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries);
+
+} // namespace kvlens

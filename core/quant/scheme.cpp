@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Named schemes of papers A, B and C, and name <-> enum conversions.
+#include "core/quant/scheme.h"
+
+#include <charconv>
+
+namespace kvlens {
+
+std::string_view rotationName(Rotation r)
+{
+    switch (r) {
+    case Rotation::None: return "none";
+    case Rotation::Wht: return "wht";
+    case Rotation::Eigen: return "eigen";
+    }
+    return "none";
+}
+
+std::optional<Rotation> rotationFromName(std::string_view name)
+{
+    for (auto r : {Rotation::None, Rotation::Wht, Rotation::Eigen})
+        if (rotationName(r) == name)
+            return r;
+    return std::nullopt;
+}
+
+std::string_view quantizerName(QuantizerKind q)
+{
+    switch (q) {
+    case QuantizerKind::LloydBeta: return "lloyd_beta";
+    case QuantizerKind::LloydGauss: return "lloyd_gauss";
+    case QuantizerKind::LloydEmpirical: return "lloyd_empirical";
+    case QuantizerKind::Uniform: return "uniform";
+    }
+    return "lloyd_beta";
+}
+
+std::optional<QuantizerKind> quantizerFromName(std::string_view name)
+{
+    for (auto q : {QuantizerKind::LloydBeta, QuantizerKind::LloydGauss, QuantizerKind::LloydEmpirical,
+                   QuantizerKind::Uniform})
+        if (quantizerName(q) == name)
+            return q;
+    return std::nullopt;
+}
+
+std::string_view residualName(ResidualKind r)
+{
+    switch (r) {
+    case ResidualKind::None: return "none";
+    case ResidualKind::Qjl: return "qjl";
+    case ResidualKind::HeadQ: return "headq";
+    }
+    return "none";
+}
+
+std::optional<ResidualKind> residualFromName(std::string_view name)
+{
+    for (auto r : {ResidualKind::None, ResidualKind::Qjl, ResidualKind::HeadQ})
+        if (residualName(r) == name)
+            return r;
+    return std::nullopt;
+}
+
+std::string BitsRule::text() const
+{
+    if (!relative)
+        return std::to_string(value);
+    if (value == 0)
+        return "n";
+    return value > 0 ? "n+" + std::to_string(value) : "n-" + std::to_string(-value);
+}
+
+std::optional<BitsRule> BitsRule::parse(std::string_view text)
+{
+    auto parseInt = [](std::string_view s, int& out) {
+        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+        return ec == std::errc() && ptr == s.data() + s.size();
+    };
+    if (text == "n")
+        return BitsRule{true, 0};
+    if (text.size() > 2 && text[0] == 'n' && (text[1] == '-' || text[1] == '+')) {
+        int v = 0;
+        if (!parseInt(text.substr(2), v))
+            return std::nullopt;
+        return BitsRule{true, text[1] == '-' ? -v : v};
+    }
+    int v = 0;
+    if (!parseInt(text, v))
+        return std::nullopt;
+    return BitsRule{false, v};
+}
+
+namespace {
+
+PathConfig lloyd(Rotation rotation, int offset, bool qjl)
+{
+    PathConfig p;
+    p.rotation = rotation;
+    p.quantizer = QuantizerKind::LloydBeta;
+    p.bits = BitsRule{true, offset};
+    p.residual = qjl ? ResidualKind::Qjl : ResidualKind::None;
+    return p;
+}
+
+SchemeConfig make(std::string name, std::string description, PathConfig k, PathConfig v)
+{
+    return SchemeConfig{std::move(name), std::move(description), k, v, true};
+}
+
+std::vector<SchemeConfig> buildNamed()
+{
+    const auto none = Rotation::None, wht = Rotation::Wht;
+    std::vector<SchemeConfig> s;
+    s.push_back(make("KV", "Paper A: n-bit Lloyd-Max on K and V, no rotation, no sketch.", lloyd(none, 0, false),
+                     lloyd(none, 0, false)));
+    s.push_back(make("KQV", "Paper A: WHT + n-bit Lloyd-Max on K; WHT + (n-1)-bit Lloyd-Max + 1-bit QJL on V.",
+                     lloyd(wht, 0, false), lloyd(wht, -1, true)));
+    s.push_back(make("QKQV", "Paper A: WHT + (n-1)-bit Lloyd-Max + 1-bit QJL on both K and V.", lloyd(wht, -1, true),
+                     lloyd(wht, -1, true)));
+    struct Variant {
+        const char* suffix;
+        bool qjlK, qjlV;
+    };
+    const Variant variants[] = {{"KV", false, false}, {"QKV", true, false}, {"KQV", false, true}, {"QKQV", true, true}};
+    for (const char* family : {"Plain", "TQ"}) {
+        const bool rotated = std::string_view(family) == "TQ";
+        for (const auto& v : variants) {
+            std::string description = std::string("Paper B: ") + (rotated ? "WHT + " : "no rotation, ")
+                                      + "Lloyd-Max; QJL on " + (v.qjlK && v.qjlV ? "K and V" : v.qjlK ? "K" : v.qjlV ? "V" : "neither")
+                                      + " (a QJL path spends n-1 scalar bits + 1 sketch bit).";
+            s.push_back(make(std::string(family) + "-" + v.suffix, description,
+                             lloyd(rotated ? wht : none, v.qjlK ? -1 : 0, v.qjlK),
+                             lloyd(rotated ? wht : none, v.qjlV ? -1 : 0, v.qjlV)));
+        }
+    }
+    PathConfig kiviK;
+    kiviK.quantizer = QuantizerKind::Uniform;
+    kiviK.axis = UniformAxis::PerChannel;
+    kiviK.groupSize = 32;
+    PathConfig kiviV = kiviK;
+    kiviV.axis = UniformAxis::PerToken;
+    s.push_back(make("KIVI", "KIVI baseline: n-bit min-max integers, per-channel groups of 32 tokens for K, "
+                             "per-token groups of 32 channels for V.",
+                     kiviK, kiviV));
+    return s;
+}
+
+} // namespace
+
+const std::vector<SchemeConfig>& namedSchemes()
+{
+    static const std::vector<SchemeConfig> schemes = buildNamed();
+    return schemes;
+}
+
+std::optional<SchemeConfig> findScheme(std::string_view name)
+{
+    for (const auto& s : namedSchemes())
+        if (s.name == name)
+            return s;
+    return std::nullopt;
+}
+
+std::string schemeNames()
+{
+    std::string names;
+    for (const auto& s : namedSchemes())
+        names += (names.empty() ? "" : ", ") + s.name;
+    return names;
+}
+
+namespace {
+
+Status validatePath(const PathConfig& p, const std::vector<int>& budgets, int d, const std::string& field)
+{
+    for (int n : budgets) {
+        const int b = p.bits.at(n);
+        if (b < 1 || b > 8)
+            return Error{field + ".bits", "'" + p.bits.text() + "' gives " + std::to_string(b) + " bits at budget n = "
+                                              + std::to_string(n) + "; a path needs 1..8 bits"};
+    }
+    if (p.residual == ResidualKind::Qjl && (p.qjlDim < 0 || p.qjlDim > 16 * d))
+        return Error{field + ".qjl_dim", "must be in [0, 16 d] = [0, " + std::to_string(16 * d) + "] (0 means m = d), got "
+                                             + std::to_string(p.qjlDim)};
+    if (p.quantizer == QuantizerKind::Uniform) {
+        if (p.groupSize < 1 || p.groupSize > 1 << 20)
+            return Error{field + ".group_size", "must be in [1, 1048576], got " + std::to_string(p.groupSize)};
+        if (p.window < 0)
+            return Error{field + ".window", "must be >= 0, got " + std::to_string(p.window)};
+    }
+    if (p.rotation == Rotation::Eigen || p.residual == ResidualKind::HeadQ)
+        return Error{field, "the eigen rotation and the HeadQ residual come with the calibrated schemes and are not "
+                            "available yet"};
+    return Ok{};
+}
+
+} // namespace
+
+Status validateScheme(const SchemeConfig& scheme, const std::vector<int>& budgets, int d, const std::string& field)
+{
+    if (scheme.name.empty())
+        return Error{field + ".name", "a scheme needs a name"};
+    if (auto s = validatePath(scheme.key, budgets, d, field + ".k"); !s)
+        return s;
+    return validatePath(scheme.value, budgets, d, field + ".v");
+}
+
+bool needsCalibration(const SchemeConfig& scheme)
+{
+    auto needs = [](const PathConfig& p) {
+        return p.quantizer == QuantizerKind::LloydEmpirical || p.rotation == Rotation::Eigen
+               || p.residual == ResidualKind::HeadQ;
+    };
+    return needs(scheme.key) || needs(scheme.value);
+}
+
+} // namespace kvlens

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `kvlens --batch`: files written, the default experiment's headline, bad specs write nothing.
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+namespace {
+
+struct Run {
+    int exitCode = -1;
+    QByteArray out, err;
+};
+
+Run runKvlens(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(KVLENS_EXE), args);
+    Run r;
+    if (!p.waitForFinished(120000))
+        return r;
+    r.exitCode = p.exitCode();
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+QList<QStringList> readCsv(const QString& path)
+{
+    QFile f(path);
+    QList<QStringList> rows;
+    if (!f.open(QIODevice::ReadOnly))
+        return rows;
+    for (const QByteArray& line : f.readAll().split('\n'))
+        if (!line.isEmpty())
+            rows.append(QString::fromUtf8(line).split(','));
+    return rows;
+}
+
+QString writeSpec(const QTemporaryDir& dir, const QByteArray& json)
+{
+    const QString path = dir.filePath(QStringLiteral("spec.json"));
+    QFile f(path);
+    f.open(QIODevice::WriteOnly);
+    f.write(json);
+    return path;
+}
+
+} // namespace
+
+class TestBatch : public QObject {
+    Q_OBJECT
+private slots:
+    void defaultExperimentWritesTheFourFilesAndTheHeadline()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default"), QStringLiteral("--out"), out});
+        QCOMPARE(r.exitCode, 0);
+        for (const char* name : {"spec.json", "summary.csv", "trials.csv", "queries.csv"})
+            QVERIFY2(QFile::exists(out + QLatin1Char('/') + QLatin1String(name)), name);
+        QVERIFY(r.err.contains("72/72 trials"));
+        QVERIFY(r.out.contains("bits_k"));
+
+        const auto summary = readCsv(out + QStringLiteral("/summary.csv"));
+        QCOMPARE(summary.size(), 1 + 3 * 3); // header + 3 schemes x 3 budgets
+        const QStringList header = summary.first();
+        const int scheme = header.indexOf(QStringLiteral("scheme")), budget = header.indexOf(QStringLiteral("budget"));
+        const int kl = header.indexOf(QStringLiteral("kl_mean")), bits = header.indexOf(QStringLiteral("bits_v"));
+        QVERIFY(scheme >= 0 && budget >= 0 && kl >= 0 && bits >= 0);
+        double kqv = -1, qkqv = -1;
+        for (const auto& row : summary.mid(1)) {
+            if (row[budget] != QStringLiteral("4"))
+                continue;
+            if (row[scheme] == QStringLiteral("KQV")) {
+                kqv = row[kl].toDouble();
+                QCOMPARE(row[bits].toDouble(), 4.25); // (3 x 128 + 16 + 128 + 16) / 128
+            }
+            if (row[scheme] == QStringLiteral("QKQV"))
+                qkqv = row[kl].toDouble();
+        }
+        QVERIFY(kqv > 0 && qkqv > 0);
+        QVERIFY2(kqv < qkqv, qPrintable(QStringLiteral("KQV %1, QKQV %2").arg(kqv).arg(qkqv)));
+        QCOMPARE(readCsv(out + QStringLiteral("/queries.csv")).size(), 1 + 72 * 64);
+        QCOMPARE(readCsv(out + QStringLiteral("/trials.csv")).size(), 1 + 72);
+    }
+
+    void writtenSpecReadsBackToTheSameRun()
+    {
+        QTemporaryDir dir;
+        const QString spec = writeSpec(dir, R"({"regime": {"name": "focused", "beta": 5}, "d": 32, "tokens": 64,
+            "queries": 8, "budgets": [3], "seeds": {"count": 2}, "schemes": ["TQ-QKV"]})");
+        const QString a = dir.filePath(QStringLiteral("a")), b = dir.filePath(QStringLiteral("b"));
+        QCOMPARE(runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), a, QStringLiteral("--quiet")}).exitCode, 0);
+        QCOMPARE(runKvlens({QStringLiteral("--batch"), a + QStringLiteral("/spec.json"), QStringLiteral("--out"), b,
+                            QStringLiteral("--quiet")}).exitCode, 0);
+        for (const char* name : {"spec.json", "queries.csv"}) {
+            QFile fa(a + QLatin1Char('/') + QLatin1String(name)), fb(b + QLatin1Char('/') + QLatin1String(name));
+            QVERIFY(fa.open(QIODevice::ReadOnly) && fb.open(QIODevice::ReadOnly));
+            QCOMPARE(fa.readAll(), fb.readAll());
+        }
+    }
+
+    void badSpecExitsNonZeroAndWritesNothing_data()
+    {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QByteArray>("mention");
+        QTest::newRow("d") << QByteArray(R"({"d": 2})") << QByteArray("d: must be an integer in [4, 16384], got 2");
+        QTest::newRow("scheme") << QByteArray(R"({"schemes": ["KQQV"]})") << QByteArray("schemes[0]: unknown scheme");
+        QTest::newRow("json") << QByteArray("{") << QByteArray("not valid JSON");
+    }
+    void badSpecExitsNonZeroAndWritesNothing()
+    {
+        QFETCH(QByteArray, json);
+        QFETCH(QByteArray, mention);
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens({QStringLiteral("--batch"), writeSpec(dir, json), QStringLiteral("--out"), out});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(mention), r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1); // one line
+        QVERIFY(!QDir(out).exists());
+    }
+
+    void missingOutIsAnError()
+    {
+        const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default")});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.contains("--out"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBatch)
+#include "tst_batch.moc"

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ExperimentSpec validation (every field names itself) and the JSON round trip.
+#include "core/experiment/spec_json.h"
+#include "common/approx.h"
+
+#include <QTest>
+
+using namespace kvlens;
+
+class TestSpec : public QObject {
+    Q_OBJECT
+private slots:
+    void defaultSpecIsTheIssueDefault()
+    {
+        const auto spec = normalizeSpec(defaultSpec());
+        QVERIFY(spec.ok());
+        QCOMPARE(spec->regime, std::string("gaussian"));
+        QCOMPARE(spec->d, 128);
+        QCOMPARE(spec->tokens, 1024);
+        QCOMPARE(spec->queries, 64);
+        QCOMPARE(spec->seedCount, 8);
+        QCOMPARE(spec->budgets, (std::vector<int>{2, 3, 4}));
+        QCOMPARE(spec->schemes.size(), std::size_t{3});
+        QCOMPARE(spec->trialCount(), 72LL);
+        QCOMPARE(spec->calibrationRows(), 0);
+    }
+
+    void roundTripIsIdentity()
+    {
+        ExperimentSpec s = defaultSpec();
+        s.name = "round trip, with \"quotes\"";
+        s.regime = "heavy_tail";
+        s.regimeParams = {{"nu", 1.5}, {"mode", std::string("vector")}};
+        s.d = 96;
+        s.scoreScale = 2.5;
+        SchemeConfig custom;
+        custom.name = "mine";
+        custom.description = "uniform keys, QJL values";
+        custom.key.quantizer = QuantizerKind::Uniform;
+        custom.key.axis = UniformAxis::PerChannel;
+        custom.key.groupSize = 64;
+        custom.key.window = 8;
+        custom.value.rotation = Rotation::Wht;
+        custom.value.bits = BitsRule{false, 3};
+        custom.value.residual = ResidualKind::Qjl;
+        custom.value.qjlDim = 48;
+        custom.value.normFormat = ScalarFormat::Bf16;
+        s.schemes.push_back(custom);
+        s.schemes.push_back(*findScheme("KIVI"));
+        s.budgets = {4, 2};
+        s.firstSeed = 12345678901234ULL;
+        s.seedCount = 3;
+        s.engine = EngineKind::Pcg64;
+        s.metrics = MetricOptions{7, 100};
+        s.memoryLimitMb = 512.5;
+        const auto normalized = normalizeSpec(s);
+        QVERIFY2(normalized.ok(), normalized.ok() ? "" : normalized.error().text().c_str());
+        const std::string json = specToJson(*normalized);
+        const auto back = specFromJson(json);
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().text().c_str());
+        QVERIFY(*back == *normalized);
+        QCOMPARE(specToJson(*back), json);
+        QVERIFY(json.find("\"KIVI\"") != std::string::npos); // built-in schemes are written by name
+    }
+
+    void aliasesAndDefaults()
+    {
+        const auto spec = specFromJson(R"({"regime": "low_rank", "N": 256, "Q": 16, "d": 64})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        QCOMPARE(spec->tokens, 256);
+        QCOMPARE(spec->queries, 16);
+        QCOMPARE(paramNumber(spec->regimeParams, "rank"), 8.0); // the regime's default
+        QCOMPARE(spec->schemes.size(), std::size_t{3});
+        QVERIFY(!specFromJson(R"({"N": 256, "tokens": 256})").ok());
+    }
+
+    void invalidFieldsAreNamed_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("mention");
+        QTest::newRow("d too small") << R"({"d": 2})" << "d" << "[4, 16384]";
+        QTest::newRow("d not integer") << R"({"d": 64.5})" << "d" << "integer";
+        QTest::newRow("d as string") << R"({"d": "128"})" << "d" << "integer";
+        QTest::newRow("tokens zero") << R"({"tokens": 0})" << "tokens" << "[1, 4194304]";
+        QTest::newRow("queries huge") << R"({"queries": 100000000})" << "queries" << "[1, 65536]";
+        QTest::newRow("calibration negative") << R"({"calibration_tokens": -1})" << "calibration_tokens" << "[0,";
+        QTest::newRow("score scale zero") << R"({"score_scale": 0})" << "score_scale" << "(0, 1000]";
+        QTest::newRow("budget 9") << R"({"budgets": [2, 9]})" << "budgets[1]" << "[2, 8]";
+        QTest::newRow("budget twice") << R"({"budgets": [3, 3]})" << "budgets[1]" << "twice";
+        QTest::newRow("no budgets") << R"({"budgets": []})" << "budgets" << "at least one";
+        QTest::newRow("no schemes") << R"({"schemes": []})" << "schemes" << "at least one";
+        QTest::newRow("unknown scheme") << R"({"schemes": ["KV", "KQQV"]})" << "schemes[1]" << "unknown scheme 'KQQV'";
+        QTest::newRow("scheme twice") << R"({"schemes": ["KV", "KV"]})" << "schemes[1]" << "twice";
+        QTest::newRow("custom bits") << R"({"schemes": [{"name": "x", "k": {"bits": "n+1"}, "v": {}}], "budgets": [8]})"
+                                     << "schemes[0].k.bits" << "budget n = 8";
+        QTest::newRow("custom rotation") << R"({"schemes": [{"name": "x", "k": {"rotation": "dct"}, "v": {}}]})"
+                                         << "schemes[0].k.rotation" << "none, wht, eigen";
+        QTest::newRow("custom half path") << R"({"schemes": [{"name": "x", "k": {}}]})" << "schemes[0]" << "both";
+        QTest::newRow("custom unknown key") << R"({"schemes": [{"name": "x", "k": {"bitz": 3}, "v": {}}]})"
+                                            << "schemes[0].k.bitz" << "unknown key";
+        QTest::newRow("seed count") << R"({"seeds": {"first": 1, "count": 0}})" << "seeds.count" << "[1, 100000]";
+        QTest::newRow("seed first negative") << R"({"seeds": {"first": -1}})" << "seeds.first" << "non-negative";
+        QTest::newRow("top k") << R"({"tokens": 4, "metrics": {"top_k": 5}})" << "metrics.top_k" << "[1, 4]";
+        QTest::newRow("sample cap") << R"({"metrics": {"sample_cap": -1}})" << "metrics.sample_cap" << "[0,";
+        QTest::newRow("rng") << R"({"rng": "xorshift"})" << "rng" << "mt19937_64, pcg64";
+        QTest::newRow("backend") << R"({"backend": "cuda"})" << "backend" << "cpu, opencl, auto";
+        QTest::newRow("memory") << R"({"memory_limit_mb": -5})" << "memory_limit_mb" << ">= 0";
+        QTest::newRow("regime unknown") << R"({"regime": "cauchy"})" << "regime.name" << "unknown regime 'cauchy'";
+        QTest::newRow("regime param") << R"({"regime": {"name": "heavy_tail", "nu": 0.5}})" << "regime.nu" << "[1.05, 100]";
+        QTest::newRow("regime param type") << R"({"regime": {"name": "low_rank", "rank": [1]}})" << "regime.rank" << "number";
+        QTest::newRow("unknown key") << R"({"tokenz": 5})" << "tokenz" << "unknown key";
+        QTest::newRow("version") << R"({"kvlens_spec": 2})" << "kvlens_spec" << "version 2";
+        QTest::newRow("not json") << R"({"d": )" << "" << "not valid JSON";
+    }
+    void invalidFieldsAreNamed()
+    {
+        QFETCH(QString, json);
+        QFETCH(QString, field);
+        QFETCH(QString, mention);
+        const auto spec = specFromJson(json.toStdString());
+        QVERIFY2(!spec.ok(), qPrintable(json));
+        QCOMPARE(QString::fromStdString(spec.error().field), field);
+        QVERIFY2(QString::fromStdString(spec.error().message).contains(mention), spec.error().message.c_str());
+    }
+
+    void missingFileIsNamed()
+    {
+        const auto spec = loadSpecFile("/nonexistent/kvlens-spec.json");
+        QVERIFY(!spec.ok());
+        QVERIFY(spec.error().text().find("/nonexistent/kvlens-spec.json") != std::string::npos);
+    }
+
+    void presetDefaultMatchesTheBuiltInDefault()
+    {
+        const auto preset = loadSpecFile(KVLENS_PRESETS_DIR "/default.json");
+        QVERIFY2(preset.ok(), preset.ok() ? "" : preset.error().text().c_str());
+        QVERIFY(*preset == *normalizeSpec(defaultSpec()));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestSpec)
+#include "tst_spec.moc"
