@@ -1,2 +1,3 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Tests of core/stats.
+kvlens_add_test(tst_stats SOURCES tst_stats.cpp LIBS kvlens_core LABELS core)

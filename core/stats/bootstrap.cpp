@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Percentile bootstrap: resample indices with a seeded Rng, sort the statistics, read quantiles.
+#include "core/stats/bootstrap.h"
+
+#include "core/rng/rng.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace kvlens::stats {
+
+namespace {
+
+/// Location of `values`, reordering them (nth_element) for the median.
+double locationInPlace(std::vector<double>& values, Location loc)
+{
+    if (values.empty())
+        return 0.0;
+    if (loc == Location::Mean)
+        return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+    const std::size_t half = values.size() / 2;
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(half);
+    std::nth_element(values.begin(), middle, values.end());
+    const double upper = *middle;
+    if (values.size() % 2 == 1)
+        return upper;
+    // The lower middle value is the largest of the first half.
+    const double lower = *std::max_element(values.begin(), middle);
+    return 0.5 * (lower + upper);
+}
+
+/// Fills `out` with values[i] for n indices drawn with replacement.
+void resampleInto(std::span<const double> values, Rng& rng, std::vector<double>& out)
+{
+    out.resize(values.size());
+    for (double& v : out)
+        v = values[static_cast<std::size_t>(rng.below(values.size()))];
+}
+
+/// Quantile q of sorted values, linear between order statistics (Hyndman & Fan type 7).
+double sortedQuantile(const std::vector<double>& sorted, double q)
+{
+    const double h = q * static_cast<double>(sorted.size() - 1);
+    const auto below = static_cast<std::size_t>(std::floor(h));
+    const std::size_t above = std::min(below + 1, sorted.size() - 1);
+    return sorted[below] + (h - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+/// The interval from the bootstrap statistics (consumed).
+BootstrapCi finish(double estimate, double level, std::vector<double> statistics)
+{
+    BootstrapCi ci;
+    ci.estimate = estimate;
+    ci.level = level;
+    ci.resamples = static_cast<int>(statistics.size());
+    if (statistics.empty()) {
+        ci.lower = ci.upper = estimate;
+        return ci;
+    }
+    std::sort(statistics.begin(), statistics.end());
+    ci.lower = sortedQuantile(statistics, 0.5 * (1.0 - level));
+    ci.upper = sortedQuantile(statistics, 0.5 * (1.0 + level));
+    return ci;
+}
+
+[[maybe_unused]] bool allFinite(std::span<const double> values)
+{
+    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+} // namespace
+
+double location(std::span<const double> values, Location loc)
+{
+    std::vector<double> copy(values.begin(), values.end());
+    return locationInPlace(copy, loc);
+}
+
+BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double level, int resamples,
+                              std::uint64_t seed)
+{
+    assert(level > 0.0 && level < 1.0 && "bootstrapLocation: level must lie in (0, 1)");
+    assert(allFinite(x) && "bootstrapLocation: values must be finite");
+    if (x.empty())
+        return finish(0.0, level, {});
+    Rng rng(EngineKind::Pcg64, seed);
+    std::vector<double> statistics;
+    statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    std::vector<double> scratch;
+    for (int b = 0; b < resamples; ++b) {
+        resampleInto(x, rng, scratch);
+        statistics.push_back(locationInPlace(scratch, loc));
+    }
+    return finish(location(x, loc), level, std::move(statistics));
+}
+
+BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
+                           int resamples, std::uint64_t seed)
+{
+    assert(level > 0.0 && level < 1.0 && "bootstrapRatio: level must lie in (0, 1)");
+    assert(allFinite(x) && allFinite(y) && "bootstrapRatio: values must be finite");
+    const double denominator = location(y, loc);
+    if (x.empty() || y.empty() || denominator == 0.0)
+        return finish(0.0, level, {});
+    Rng rng(EngineKind::Pcg64, seed);
+    std::vector<double> statistics;
+    statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    std::vector<double> scratchX, scratchY;
+    for (int b = 0; b < resamples; ++b) {
+        resampleInto(x, rng, scratchX);
+        resampleInto(y, rng, scratchY);
+        const double bottom = locationInPlace(scratchY, loc);
+        if (bottom != 0.0)
+            statistics.push_back(locationInPlace(scratchX, loc) / bottom);
+    }
+    return finish(location(x, loc) / denominator, level, std::move(statistics));
+}
+
+BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
+                                 int resamples, std::uint64_t seed)
+{
+    assert(level > 0.0 && level < 1.0 && "bootstrapPairedRatio: level must lie in (0, 1)");
+    assert(x.size() == y.size() && "bootstrapPairedRatio: samples must be paired");
+    assert(allFinite(x) && allFinite(y) && "bootstrapPairedRatio: values must be finite");
+    const double denominator = location(y, loc);
+    if (x.empty() || x.size() != y.size() || denominator == 0.0)
+        return finish(0.0, level, {});
+    Rng rng(EngineKind::Pcg64, seed);
+    std::vector<double> statistics;
+    statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    std::vector<double> scratchX(x.size()), scratchY(y.size());
+    for (int b = 0; b < resamples; ++b) {
+        for (std::size_t k = 0; k < x.size(); ++k) {
+            const auto i = static_cast<std::size_t>(rng.below(x.size()));
+            scratchX[k] = x[i];
+            scratchY[k] = y[i];
+        }
+        const double bottom = locationInPlace(scratchY, loc);
+        if (bottom != 0.0)
+            statistics.push_back(locationInPlace(scratchX, loc) / bottom);
+    }
+    return finish(location(x, loc) / denominator, level, std::move(statistics));
+}
+
+} // namespace kvlens::stats

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Spearman's rank correlation.
+#pragma once
+
+#include <span>
+
+namespace kvlens::stats {
+
+/// Spearman's rho: the Pearson correlation of the average ranks of x and of y (ties get mid
+/// ranks, as scipy.stats.spearmanr), x.size() == y.size(). A strictly increasing transform of
+/// x gives exactly 1. Degenerate input (fewer than 2 pairs, or all x or all y tied, where rho
+/// is undefined) gives 0. Callers pass finite values (asserted in debug builds).
+/// Reference: Spearman (1904); Kendall & Gibbons, "Rank Correlation Methods" (1990), ch. 2.
+double spearman(std::span<const double> x, std::span<const double> y);
+
+} // namespace kvlens::stats
