@@ -6,6 +6,7 @@
 #include "core/experiment/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/result_tables.h"
+#include "core/stats/comparison.h"
 
 #include <atomic>
 #include <chrono>
@@ -88,11 +89,13 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         return 1;
     }
     const std::string dir = options.outDir + "/";
+    const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(*results);
     const std::pair<std::string, std::string> files[] = {
         {"spec.json", specToJson(results->spec) + "\n"},
         {"summary.csv", summaryCsv(*results)},
         {"trials.csv", trialsCsv(*results)},
         {"queries.csv", queriesCsv(*results)},
+        {"comparisons.csv", stats::comparisonsCsv(*results, comparisons)},
     };
     for (const auto& [name, contents] : files) {
         if (auto written = writeFileAtomic(dir + name, contents); !written) {
@@ -106,8 +109,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         << static_cast<long long>(results->elapsedMs) << " ms\n";
     if (!results->regimeNote.empty())
         out << results->regimeNote << "\n";
-    out << summaryText(*results);
-    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv}\n";
+    out << summaryText(*results) << "\n" << stats::comparisonsText(*results, comparisons);
+    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv}\n";
     return 0;
 }
 

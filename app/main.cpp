@@ -60,7 +60,7 @@ int main(int argc, char** argv)
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
         "Batch mode (no display needed):\n"
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
-        "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv"));
+        "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv"));
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption batchOption(QStringLiteral("batch"),

@@ -103,6 +103,23 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given)
         if (!seenNames.insert(spec.schemes[i].name).second)
             return Error{field, "scheme '" + spec.schemes[i].name + "' is listed twice"};
     }
+    auto knownScheme = [&](const std::string& name) {
+        return std::any_of(spec.schemes.begin(), spec.schemes.end(), [&](const SchemeConfig& c) { return c.name == name; });
+    };
+    for (std::size_t i = 0; i < spec.comparisons.pairs.size(); ++i) {
+        const auto& [a, b] = spec.comparisons.pairs[i];
+        const std::string field = "comparisons.pairs[" + std::to_string(i) + "]";
+        if (!knownScheme(a))
+            return Error{field + "[0]", "'" + a + "' is not one of the spec's schemes"};
+        if (!knownScheme(b))
+            return Error{field + "[1]", "'" + b + "' is not one of the spec's schemes"};
+        if (a == b)
+            return Error{field, "compares '" + a + "' with itself"};
+    }
+    if (spec.comparisons.bootstrap < 0 || spec.comparisons.bootstrap > L::kMaxResamples)
+        return outOfRange("comparisons.bootstrap", 0, L::kMaxResamples, spec.comparisons.bootstrap);
+    if (spec.comparisons.permutations < 0 || spec.comparisons.permutations > L::kMaxResamples)
+        return outOfRange("comparisons.permutations", 0, L::kMaxResamples, spec.comparisons.permutations);
     return spec;
 }
 

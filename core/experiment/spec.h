@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvlens {
@@ -18,6 +19,15 @@ struct MetricOptions {
     int topK = 5;          ///< k of routing recall
     int sampleCap = 512;   ///< per-vector (SNR, phi) samples kept per trial and site, for scatter plots
     bool operator==(const MetricOptions&) const = default;
+};
+
+/// Options of the comparison table (statistics issue): which scheme pairs, and the
+/// resampling effort of the bootstrap intervals and the energy permutation test.
+struct ComparisonOptions {
+    std::vector<std::pair<std::string, std::string>> pairs; ///< empty: every pair of schemes
+    int bootstrap = 2000;      ///< bootstrap resamples of the median-KL ratio
+    int permutations = 999;    ///< permutations of the energy-distance test
+    bool operator==(const ComparisonOptions&) const = default;
 };
 
 /// A run: regime (with parameters), sizes, schemes, budgets, seeds, engine, backend
@@ -39,6 +49,7 @@ struct ExperimentSpec {
     std::string backend = "cpu";        ///< "cpu", "opencl" or "auto"
     std::string device;                 ///< OpenCL device index or name substring ("" = default)
     MetricOptions metrics;
+    ComparisonOptions comparisons;
     double memoryLimitMb = 0.0;         ///< refuse runs estimated above this (0: half of physical memory)
 
     bool operator==(const ExperimentSpec&) const = default;
@@ -68,6 +79,7 @@ struct SpecLimits {
     static constexpr int kMaxSeeds = 100000;
     static constexpr double kMaxScoreScale = 1000.0;
     static constexpr int kMaxSampleCap = 1 << 20;
+    static constexpr int kMaxResamples = 1000000;
 };
 
 } // namespace kvlens

@@ -227,6 +227,11 @@ json toJson(const ExperimentSpec& s)
     j["backend"] = s.backend;
     j["device"] = s.device;
     j["metrics"] = {{"top_k", s.metrics.topK}, {"sample_cap", s.metrics.sampleCap}};
+    json pairs = json::array();
+    for (const auto& [a, b] : s.comparisons.pairs)
+        pairs.push_back(json::array({a, b}));
+    j["comparisons"] = {{"pairs", pairs}, {"bootstrap", s.comparisons.bootstrap},
+                        {"permutations", s.comparisons.permutations}};
     j["memory_limit_mb"] = s.memoryLimitMb;
     return j;
 }
@@ -235,7 +240,7 @@ ExperimentSpec fromJson(const json& j)
 {
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
-                      "memory_limit_mb"});
+                      "comparisons", "memory_limit_mb"});
     ExperimentSpec s;
     s.schemes.clear();
     if (j.contains("kvlens_spec")) {
@@ -325,6 +330,26 @@ ExperimentSpec fromJson(const json& j)
             s.metrics.topK = getInt(m["top_k"], "metrics.top_k");
         if (m.contains("sample_cap"))
             s.metrics.sampleCap = getInt(m["sample_cap"], "metrics.sample_cap");
+    }
+    if (j.contains("comparisons")) {
+        const json& c = j["comparisons"];
+        checkKeys(c, "comparisons", {"pairs", "bootstrap", "permutations"});
+        if (c.contains("pairs")) {
+            const json& pairs = c["pairs"];
+            if (!pairs.is_array())
+                throw FieldError{"comparisons.pairs", "must be an array of [scheme, scheme] pairs"};
+            for (std::size_t i = 0; i < pairs.size(); ++i) {
+                const std::string field = "comparisons.pairs[" + std::to_string(i) + "]";
+                if (!pairs[i].is_array() || pairs[i].size() != 2)
+                    throw FieldError{field, "must be a pair of scheme names, got " + pairs[i].dump()};
+                s.comparisons.pairs.emplace_back(getString(pairs[i][0], field + "[0]"),
+                                                 getString(pairs[i][1], field + "[1]"));
+            }
+        }
+        if (c.contains("bootstrap"))
+            s.comparisons.bootstrap = getInt(c["bootstrap"], "comparisons.bootstrap");
+        if (c.contains("permutations"))
+            s.comparisons.permutations = getInt(c["permutations"], "comparisons.permutations");
     }
     if (j.contains("memory_limit_mb"))
         s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");

@@ -36,6 +36,7 @@ enum class Stream : std::uint64_t {
     KeySketch,      ///< QJL sketch matrix of the key path
     ValueSketch,
     SchemeExtra,    ///< anything else a scheme draws (random bases of control schemes)
+    Statistics,     ///< bootstrap and permutation resampling of the comparison table
 };
 
 /// Derives the seed of a named sub-stream from a trial seed (SplitMix64 mixing; distinct

@@ -3,6 +3,8 @@
 target_sources(kvlens_core PRIVATE
   stats/bootstrap.cpp
   stats/bootstrap.h
+  stats/comparison.cpp
+  stats/comparison.h
   stats/energy.cpp
   stats/energy.h
   stats/holm.cpp

@@ -58,7 +58,7 @@ private slots:
         const QString out = dir.filePath(QStringLiteral("out"));
         const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default"), QStringLiteral("--out"), out});
         QCOMPARE(r.exitCode, 0);
-        for (const char* name : {"spec.json", "summary.csv", "trials.csv", "queries.csv"})
+        for (const char* name : {"spec.json", "summary.csv", "trials.csv", "queries.csv", "comparisons.csv"})
             QVERIFY2(QFile::exists(out + QLatin1Char('/') + QLatin1String(name)), name);
         QVERIFY(r.err.contains("72/72 trials"));
         QVERIFY(r.out.contains("bits_k"));
@@ -84,6 +84,24 @@ private slots:
         QVERIFY2(kqv < qkqv, qPrintable(QStringLiteral("KQV %1, QKQV %2").arg(kqv).arg(qkqv)));
         QCOMPARE(readCsv(out + QStringLiteral("/queries.csv")).size(), 1 + 72 * 64);
         QCOMPARE(readCsv(out + QStringLiteral("/trials.csv")).size(), 1 + 72);
+
+        // comparisons.csv: at n = 4, KQV vs QKQV with p < 1e-6 and r > 0 (KQV's KL ranks lower).
+        const auto comparisons = readCsv(out + QStringLiteral("/comparisons.csv"));
+        QCOMPARE(comparisons.size(), 1 + 3 * 3); // 3 pairs x 3 budgets
+        const QStringList ch = comparisons.first();
+        const int a = ch.indexOf(QStringLiteral("scheme_a")), b = ch.indexOf(QStringLiteral("scheme_b"));
+        const int cb = ch.indexOf(QStringLiteral("budget")), lp = ch.indexOf(QStringLiteral("log10_p"));
+        const int rb = ch.indexOf(QStringLiteral("rank_biserial"));
+        bool found = false;
+        for (const auto& row : comparisons.mid(1)) {
+            if (row[a] == QStringLiteral("KQV") && row[b] == QStringLiteral("QKQV") && row[cb] == QStringLiteral("4")) {
+                found = true;
+                QVERIFY2(row[lp].toDouble() < -6.0, qPrintable(row[lp]));
+                QVERIFY2(row[rb].toDouble() > 0.0, qPrintable(row[rb]));
+            }
+        }
+        QVERIFY(found);
+        QVERIFY(r.out.contains("KQV vs QKQV"));
     }
 
     void writtenSpecReadsBackToTheSameRun()

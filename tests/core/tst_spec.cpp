@@ -52,6 +52,8 @@ private slots:
         s.seedCount = 3;
         s.engine = EngineKind::Pcg64;
         s.metrics = MetricOptions{7, 100};
+        s.comparisons.pairs = {{"mine", "KIVI"}};
+        s.comparisons.bootstrap = 100;
         s.memoryLimitMb = 512.5;
         const auto normalized = normalizeSpec(s);
         QVERIFY2(normalized.ok(), normalized.ok() ? "" : normalized.error().text().c_str());

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Comparison table: pairs x budgets, paired bootstrap of the median-KL ratio, rank tests, KS, energy, Holm.
+#include "core/stats/comparison.h"
+
+#include "core/io/csv.h"
+#include "core/rng/rng.h"
+#include "core/stats/bootstrap.h"
+#include "core/stats/energy.h"
+#include "core/stats/holm.h"
+#include "core/stats/kolmogorov_smirnov.h"
+#include "core/stats/mann_whitney.h"
+#include "core/stats/wilcoxon.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <map>
+#include <numbers>
+
+namespace kvlens::stats {
+
+namespace {
+
+struct Cell {
+    std::vector<const TrialResult*> trials; // sorted by seed index
+};
+
+int schemeIndex(const ResultSet& r, const std::string& name)
+{
+    for (std::size_t i = 0; i < r.schemes.size(); ++i)
+        if (r.schemes[i].name == name)
+            return static_cast<int>(i);
+    return -1;
+}
+
+std::vector<double> pooledKl(const Cell& cell)
+{
+    std::vector<double> out;
+    for (const TrialResult* t : cell.trials)
+        out.insert(out.end(), t->kl.begin(), t->kl.end());
+    return out;
+}
+
+Eigen::MatrixXd sixDPoints(const Cell& cell)
+{
+    Eigen::MatrixXd m(static_cast<Eigen::Index>(cell.trials.size()), 6);
+    for (std::size_t i = 0; i < cell.trials.size(); ++i) {
+        const auto v = cell.trials[i]->sixD.values();
+        for (int c = 0; c < 6; ++c)
+            m(static_cast<Eigen::Index>(i), c) = v[static_cast<std::size_t>(c)];
+    }
+    return m;
+}
+
+/// Divides each column by the pooled standard deviation of both samples (columns that do
+/// not vary are left alone).
+void standardize(Eigen::MatrixXd& a, Eigen::MatrixXd& b)
+{
+    const Eigen::Index n = a.rows() + b.rows();
+    if (n < 2)
+        return;
+    for (int c = 0; c < 6; ++c) {
+        const double mean = (a.col(c).sum() + b.col(c).sum()) / static_cast<double>(n);
+        const double var = ((a.col(c).array() - mean).square().sum() + (b.col(c).array() - mean).square().sum())
+                           / static_cast<double>(n - 1);
+        if (var > 0.0 && std::isfinite(var)) {
+            const double sd = std::sqrt(var);
+            a.col(c) /= sd;
+            b.col(c) /= sd;
+        }
+    }
+}
+
+} // namespace
+
+std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
+{
+    const ExperimentSpec& spec = results.spec;
+    std::map<std::tuple<int, int, int>, Cell> cells; // (point, budget, scheme)
+    for (const auto& t : results.trials)
+        cells[{t.key.point, t.key.budget, t.key.scheme}].trials.push_back(&t);
+    for (auto& [key, cell] : cells)
+        std::sort(cell.trials.begin(), cell.trials.end(),
+                  [](const TrialResult* a, const TrialResult* b) { return a->key.seedIndex < b->key.seedIndex; });
+
+    std::vector<std::pair<int, int>> pairs;
+    if (spec.comparisons.pairs.empty()) {
+        for (int a = 0; a < static_cast<int>(results.schemes.size()); ++a)
+            for (int b = a + 1; b < static_cast<int>(results.schemes.size()); ++b)
+                pairs.emplace_back(a, b);
+    } else {
+        for (const auto& [a, b] : spec.comparisons.pairs) {
+            const int ia = schemeIndex(results, a), ib = schemeIndex(results, b);
+            if (ia >= 0 && ib >= 0)
+                pairs.emplace_back(ia, ib);
+        }
+    }
+
+    std::vector<int> points;
+    for (const auto& [key, cell] : cells)
+        if (std::find(points.begin(), points.end(), std::get<0>(key)) == points.end())
+            points.push_back(std::get<0>(key));
+
+    std::vector<ComparisonRow> rows;
+    std::uint64_t rowSeed = 0;
+    for (int point : points) {
+        for (int budget : spec.budgets) {
+            for (const auto& [ia, ib] : pairs) {
+                const auto ca = cells.find({point, budget, ia}), cb = cells.find({point, budget, ib});
+                ++rowSeed;
+                if (ca == cells.end() || cb == cells.end())
+                    continue;
+                ComparisonRow row;
+                row.point = point;
+                row.budget = budget;
+                row.schemeA = ia;
+                row.schemeB = ib;
+                const std::vector<double> klA = pooledKl(ca->second), klB = pooledKl(cb->second);
+                row.queries = klA.size();
+                // Paired when both hold the same seeds in the same order (the queries are then identical).
+                row.paired = klA.size() == klB.size() && ca->second.trials.size() == cb->second.trials.size()
+                             && std::equal(ca->second.trials.begin(), ca->second.trials.end(), cb->second.trials.begin(),
+                                           [](const TrialResult* x, const TrialResult* y) {
+                                               return x->key.seedIndex == y->key.seedIndex;
+                                           });
+                row.medianKlA = location(klA, Location::Median);
+                row.medianKlB = location(klB, Location::Median);
+                const std::uint64_t seed = deriveSeed(spec.firstSeed, Stream::Statistics, rowSeed);
+                const BootstrapCi ci = row.paired
+                    ? bootstrapPairedRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed)
+                    : bootstrapRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed);
+                row.medianKlRatio = ci.estimate;
+                row.ratioLow = ci.lower;
+                row.ratioHigh = ci.upper;
+
+                const MannWhitneyResult mw = mannWhitneyU(klA, klB);
+                row.mannWhitneyU = mw.u1;
+                row.rankBiserial = mw.rankBiserial;
+                row.mannWhitneyP = mw.p;
+                if (row.paired) {
+                    const WilcoxonResult w = wilcoxonSignedRank(klA, klB);
+                    row.wilcoxonStatistic = w.statistic;
+                    row.wilcoxonP = w.p;
+                    row.test = "wilcoxon";
+                    row.p = w.p;
+                } else {
+                    row.test = "mann-whitney";
+                    row.p = mw.p;
+                }
+                const KsResult ks = ksTwoSample(klA, klB);
+                row.ksD = ks.d;
+                row.ksP = ks.p;
+
+                Eigen::MatrixXd pa = sixDPoints(ca->second), pb = sixDPoints(cb->second);
+                standardize(pa, pb);
+                const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations,
+                                                      deriveSeed(spec.firstSeed, Stream::Statistics, rowSeed + (1ULL << 32)));
+                row.energy = e.statistic;
+                row.energyP = e.pValue;
+                rows.push_back(std::move(row));
+            }
+        }
+    }
+
+    std::vector<double> logP;
+    logP.reserve(rows.size());
+    for (const auto& r : rows)
+        logP.push_back(r.p.logP);
+    const std::vector<double> adjusted = holmAdjustLog(logP);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        rows[i].pHolm = pFromLog(std::min(0.0, adjusted[i]));
+    return rows;
+}
+
+std::string comparisonsCsv(const ResultSet& results, const std::vector<ComparisonRow>& rows)
+{
+    CsvWriter csv({"regime", "point", "budget", "scheme_a", "scheme_b", "queries", "paired", "median_kl_a",
+                   "median_kl_b", "median_kl_ratio", "ratio_ci_low", "ratio_ci_high", "test", "p", "log10_p", "p_holm",
+                   "log10_p_holm", "mw_u", "rank_biserial", "mw_p", "log10_mw_p", "wilcoxon_w", "wilcoxon_p",
+                   "log10_wilcoxon_p", "ks_d", "ks_p", "energy", "energy_p"});
+    const double toLog10 = 1.0 / std::numbers::ln10;
+    for (const ComparisonRow& r : rows) {
+        csv.add(results.spec.regime).add(r.point).add(r.budget);
+        csv.add(results.schemes[static_cast<std::size_t>(r.schemeA)].name);
+        csv.add(results.schemes[static_cast<std::size_t>(r.schemeB)].name);
+        csv.add(static_cast<long long>(r.queries)).add(r.paired ? "yes" : "no");
+        csv.add(r.medianKlA).add(r.medianKlB).add(r.medianKlRatio).add(r.ratioLow).add(r.ratioHigh);
+        csv.add(r.test).add(r.p.p).add(r.p.logP * toLog10).add(r.pHolm.p).add(r.pHolm.logP * toLog10);
+        csv.add(r.mannWhitneyU).add(r.rankBiserial).add(r.mannWhitneyP.p).add(r.mannWhitneyP.logP * toLog10);
+        if (r.paired)
+            csv.add(r.wilcoxonStatistic).add(r.wilcoxonP.p).add(r.wilcoxonP.logP * toLog10);
+        else
+            csv.add("").add("").add("");
+        csv.add(r.ksD).add(r.ksP.p).add(r.energy).add(r.energyP);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+namespace {
+
+/// "1.3e-24", or "<1e-300" style text from a log p when p itself underflows.
+std::string pText(const PValue& p)
+{
+    char buffer[48];
+    if (p.p > 0.0)
+        std::snprintf(buffer, sizeof buffer, "%.2g", p.p);
+    else
+        std::snprintf(buffer, sizeof buffer, "1e%.0f", std::floor(p.logP / std::numbers::ln10));
+    return buffer;
+}
+
+} // namespace
+
+std::string comparisonsText(const ResultSet& results, const std::vector<ComparisonRow>& rows)
+{
+    std::string out;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-26s %2s %9s %21s %-8s %9s %9s %7s %6s %8s\n", "comparison (A vs B)", "n",
+                  "KL ratio", "95% interval", "test", "p", "p_holm", "r", "ks_d", "energy_p");
+    out += line;
+    for (const ComparisonRow& r : rows) {
+        const std::string pair = results.schemes[static_cast<std::size_t>(r.schemeA)].name + " vs "
+                                 + results.schemes[static_cast<std::size_t>(r.schemeB)].name;
+        std::snprintf(line, sizeof line, "%-26s %2d %9.4g [%9.4g, %9.4g] %-8s %9s %9s %+7.3f %6.3f %8.3g\n",
+                      pair.c_str(), r.budget, r.medianKlRatio, r.ratioLow, r.ratioHigh,
+                      r.test == "wilcoxon" ? "wilcoxon" : "mw", pText(r.p).c_str(), pText(r.pHolm).c_str(),
+                      r.rankBiserial, r.ksD, r.energyP);
+        out += line;
+    }
+    out += "r > 0: A's per-query KL ranks below B's (A does less damage); KL ratio = median KL_A / median KL_B.\n";
+    return out;
+}
+
+} // namespace kvlens::stats
