@@ -58,6 +58,7 @@ struct TrialResult {
     double scoreErrorVar = 0.0;           ///< variance of s^ - s
     double scoreErrorVarBase = 0.0;       ///< variance without the residual correction (= scoreErrorVar without one)
     double scoreErrorVarPredicted = 0.0;  ///< theory (design section 5); NaN where no closed form applies
+    double logMeanExpScoreError = 0.0;    ///< log of the mean of exp(s^ - s): the Jensen inflation of the weights
     double meanEntropy = 0.0;             ///< mean H(p) of the exact attention, nats
     int saturatedNorms = 0;
 

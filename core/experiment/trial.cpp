@@ -46,10 +46,15 @@ double mean(const std::vector<float>& v)
     return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
 }
 
-/// Mean and variance (population) of a - b over all entries.
-std::pair<double, double> differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
+struct Moments {
+    double mean = 0.0, variance = 0.0;
+    double logMeanExp = 0.0; ///< log mean exp(a - b), overflow-free
+};
+
+/// Mean, population variance and log-mean-exp of a - b over all entries.
+Moments differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
 {
-    double sum = 0.0, sum2 = 0.0;
+    double sum = 0.0, sum2 = 0.0, maximum = -std::numeric_limits<double>::infinity();
     const Eigen::Index n = a.size();
     const float* pa = a.data();
     const float* pb = b.data();
@@ -57,9 +62,16 @@ std::pair<double, double> differenceMoments(const RowMatrixXf& a, const RowMatri
         const double d = static_cast<double>(pa[i]) - pb[i];
         sum += d;
         sum2 += d * d;
+        maximum = std::max(maximum, d);
     }
-    const double m = sum / static_cast<double>(n);
-    return {m, std::max(0.0, sum2 / static_cast<double>(n) - m * m)};
+    double sumExp = 0.0;
+    for (Eigen::Index i = 0; i < n; ++i)
+        sumExp += std::exp(static_cast<double>(pa[i]) - pb[i] - maximum);
+    Moments m;
+    m.mean = sum / static_cast<double>(n);
+    m.variance = std::max(0.0, sum2 / static_cast<double>(n) - m.mean * m.mean);
+    m.logMeanExp = maximum + std::log(sumExp / static_cast<double>(n));
+    return m;
 }
 
 } // namespace
@@ -169,10 +181,12 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     t.relMseV = valueErrors.sumNorm2 > 0.0 ? valueErrors.sumError2 / valueErrors.sumNorm2 : 0.0;
     t.rawMseK = keyErrors.sumError2 / (static_cast<double>(spec.tokens) * spec.d);
 
-    const auto [errMean, errVar] = differenceMoments(keyPath.scores, g.scores);
-    t.scoreErrorMean = errMean;
-    t.scoreErrorVar = errVar;
-    t.scoreErrorVarBase = keyPath.baseScores.size() > 0 ? differenceMoments(keyPath.baseScores, g.scores).second : errVar;
+    const Moments errors = differenceMoments(keyPath.scores, g.scores);
+    t.scoreErrorMean = errors.mean;
+    t.scoreErrorVar = errors.variance;
+    t.logMeanExpScoreError = errors.logMeanExp;
+    t.scoreErrorVarBase =
+        keyPath.baseScores.size() > 0 ? differenceMoments(keyPath.baseScores, g.scores).variance : errors.variance;
     t.scoreErrorVarPredicted = predictedScoreErrorVariance(keyPlan, g.meanQueryNorm2, g.meanKeyNorm2, true);
 
     t.bits = BitAccounting{pathBitsPerCoordinate(keyPlan, spec.tokens), pathBitsPerCoordinate(valuePlan, spec.tokens)};

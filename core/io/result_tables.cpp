@@ -21,7 +21,8 @@ std::string summaryCsv(const ResultSet& results)
     CsvWriter csv({"regime", "point", "scheme", "budget", "bits_k", "bits_v", "bits_total", "trials", "queries",
                    "kl_mean", "kl_median", "kl_p99", "kl_max", "recall_mean", "argmax_shift_rate", "snr_k", "phi_k",
                    "snr_v", "phi_v", "snr_t", "phi_t", "rel_mse_k", "rel_mse_v", "fisher_mean", "a2_mean",
-                   "score_err_var", "score_err_var_base", "score_err_var_pred", "entropy_mean", "saturated_norms"});
+                   "score_err_var", "score_err_var_base", "score_err_var_pred", "log_mean_exp_score_err", "entropy_mean",
+                   "saturated_norms"});
     for (const SummaryRow& r : summarize(results)) {
         csv.add(results.spec.regime).add(r.point).add(schemeName(results, r.scheme)).add(r.budget);
         csv.add(r.bits.key).add(r.bits.value).add(r.bits.total()).add(r.trials).add(r.queries);
@@ -29,7 +30,8 @@ std::string summaryCsv(const ResultSet& results)
         for (double v : r.sixD.values())
             csv.add(v);
         csv.add(r.relMseK).add(r.relMseV).add(r.fisherMean).add(r.a2Mean);
-        csv.add(r.scoreErrorVar).add(r.scoreErrorVarBase).add(r.scoreErrorVarPredicted).add(r.meanEntropy);
+        csv.add(r.scoreErrorVar).add(r.scoreErrorVarBase).add(r.scoreErrorVarPredicted).add(r.logMeanExpScoreError);
+        csv.add(r.meanEntropy);
         csv.add(r.saturatedNorms);
         csv.endRow();
     }
@@ -40,7 +42,8 @@ std::string trialsCsv(const ResultSet& results)
 {
     CsvWriter csv({"point", "scheme", "budget", "seed", "snr_k", "phi_k", "snr_v", "phi_v", "snr_t", "phi_t",
                    "rel_mse_k", "rel_mse_v", "raw_mse_k", "score_err_mean", "score_err_var", "score_err_var_base",
-                   "score_err_var_pred", "entropy_mean", "bits_k", "bits_v", "saturated_norms", "ms_key_path",
+                   "score_err_var_pred", "log_mean_exp_score_err", "entropy_mean", "bits_k", "bits_v", "saturated_norms",
+                   "ms_key_path",
                    "ms_value_path", "ms_attention", "ms_metrics"});
     for (const TrialResult& t : results.trials) {
         csv.add(t.key.point).add(schemeName(results, t.key.scheme)).add(t.key.budget)
@@ -48,7 +51,8 @@ std::string trialsCsv(const ResultSet& results)
         for (double v : t.sixD.values())
             csv.add(v);
         csv.add(t.relMseK).add(t.relMseV).add(t.rawMseK).add(t.scoreErrorMean).add(t.scoreErrorVar)
-            .add(t.scoreErrorVarBase).add(t.scoreErrorVarPredicted).add(t.meanEntropy).add(t.bits.key)
+            .add(t.scoreErrorVarBase).add(t.scoreErrorVarPredicted).add(t.logMeanExpScoreError).add(t.meanEntropy)
+            .add(t.bits.key)
             .add(t.bits.value).add(t.saturatedNorms);
         csv.add(t.timings.keyPath).add(t.timings.valuePath).add(t.timings.attention).add(t.timings.metrics);
         csv.endRow();

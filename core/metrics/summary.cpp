@@ -61,6 +61,7 @@ std::vector<SummaryRow> summarize(const ResultSet& results)
             r.scoreErrorVar += t->scoreErrorVar;
             r.scoreErrorVarBase += t->scoreErrorVarBase;
             r.scoreErrorVarPredicted += t->scoreErrorVarPredicted;
+            r.logMeanExpScoreError += t->logMeanExpScoreError;
             r.meanEntropy += t->meanEntropy;
             r.saturatedNorms += t->saturatedNorms;
         }
@@ -74,6 +75,7 @@ std::vector<SummaryRow> summarize(const ResultSet& results)
         r.scoreErrorVar /= nt;
         r.scoreErrorVarBase /= nt;
         r.scoreErrorVarPredicted /= nt;
+        r.logMeanExpScoreError /= nt;
         r.meanEntropy /= nt;
         r.sixD = SixD{six[0] / nt, six[1] / nt, six[2] / nt, six[3] / nt, six[4] / nt, six[5] / nt};
         if (nq > 0) {

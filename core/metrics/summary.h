@@ -29,6 +29,7 @@ struct SummaryRow {
     double relMseK = 0.0, relMseV = 0.0;
     double fisherMean = 0.0, a2Mean = 0.0;
     double scoreErrorVar = 0.0, scoreErrorVarBase = 0.0, scoreErrorVarPredicted = 0.0;
+    double logMeanExpScoreError = 0.0;
     double meanEntropy = 0.0;
     int saturatedNorms = 0;
 };

@@ -60,19 +60,41 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
     return plan;
 }
 
+namespace {
+
+/// Bits per original coordinate of a path storing `bits`-bit codes over `dim` coordinates
+/// of `d`-dimensional vectors.
+double bitsPerCoordinate(const PathConfig& config, int bits, int dim, int d, int tokens)
+{
+    const int normBits = scalarFormatBits(config.normFormat);
+    double perVector = 0.0;
+    if (config.quantizer == QuantizerKind::Uniform) {
+        UniformOptions options;
+        options.bits = bits;
+        options.groupSize = config.groupSize;
+        options.axis = config.axis;
+        options.fullPrecisionWindow = config.window;
+        options.scaleFormat = config.normFormat;
+        perVector = tokens > 0 ? UniformQuantizer(options).totalBits(tokens, dim) / tokens : 0.0;
+    } else {
+        perVector = static_cast<double>(bits) * dim + normBits;
+    }
+    if (config.residual == ResidualKind::Qjl)
+        perVector += (config.qjlDim > 0 ? config.qjlDim : d) + normBits;
+    return perVector / d;
+}
+
+} // namespace
+
 double pathBitsPerCoordinate(const PathPlan& plan, int tokens)
 {
-    const int normBits = scalarFormatBits(plan.config.normFormat);
-    double perVector = 0.0;
-    if (plan.config.quantizer == QuantizerKind::Uniform) {
-        const UniformQuantizer q(plan.uniform);
-        perVector = tokens > 0 ? q.totalBits(tokens, plan.dim) / tokens : 0.0;
-    } else {
-        perVector = static_cast<double>(plan.bits) * plan.dim + normBits;
-    }
-    if (plan.config.residual == ResidualKind::Qjl)
-        perVector += plan.sketchRows() + normBits;
-    return perVector / plan.d;
+    return bitsPerCoordinate(plan.config, plan.bits, plan.dim, plan.d, tokens);
+}
+
+double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int tokens)
+{
+    const int dim = config.rotation == Rotation::Wht ? static_cast<int>(paddedDimension(static_cast<std::size_t>(d))) : d;
+    return bitsPerCoordinate(config, config.bits.at(budget), dim, d, tokens);
 }
 
 PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries)

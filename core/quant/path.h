@@ -43,6 +43,8 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
 /// the padded dimension, norms, sketch bits and residual norms, group parameters, the
 /// full-precision window (exact for `tokens` vectors).
 double pathBitsPerCoordinate(const PathPlan& plan, int tokens);
+/// The same from the configuration alone (no random draws): for menus and previews.
+double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int tokens);
 
 /// What encoding a path produces.
 struct PathResult {

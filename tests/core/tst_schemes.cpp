@@ -102,6 +102,8 @@ private slots:
         const PathPlan plan = planPath(keyPath ? s.key : s.value, budget, d, keyPath ? PathSite::Keys : PathSite::Values,
                                        nullptr, EngineKind::Pcg64, 1);
         KVLENS_COMPARE_ABS(pathBitsPerCoordinate(plan, 1024), bits, 1e-12);
+        // The preview from the configuration alone agrees with the plan.
+        KVLENS_COMPARE_ABS(pathBitsPerCoordinate(keyPath ? s.key : s.value, budget, d, 1024), bits, 1e-12);
     }
 
     void validationNamesTheBits()

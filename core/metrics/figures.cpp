@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Histogram bins, ECDFs, seed intervals and the theory rows.
+#include "core/metrics/figures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <tuple>
+
+namespace kvlens {
+
+Interval seedInterval(std::span<const double> perSeed)
+{
+    Interval out;
+    out.n = static_cast<int>(perSeed.size());
+    if (perSeed.empty())
+        return out;
+    double sum = 0.0;
+    for (double v : perSeed)
+        sum += v;
+    out.mean = sum / out.n;
+    double ss = 0.0;
+    for (double v : perSeed)
+        ss += (v - out.mean) * (v - out.mean);
+    const double half = out.n > 1 ? 1.959963984540054 * std::sqrt(ss / (out.n - 1) / out.n) : 0.0;
+    out.low = out.mean - half;
+    out.high = out.mean + half;
+    return out;
+}
+
+namespace {
+
+using CellKey = std::tuple<int, int, int>; // point, budget index, scheme
+
+constexpr int kKlBins = 40;
+
+bool qjlKeys(const SchemeConfig& s) { return s.key.residual == ResidualKind::Qjl; }
+
+} // namespace
+
+FigureData buildFigureData(const ResultSet& results)
+{
+    FigureData f;
+    f.summary = summarize(results);
+    const auto& budgets = results.spec.budgets;
+    std::map<CellKey, std::vector<const TrialResult*>> cells;
+    double entropy = 0.0;
+    for (const auto& t : results.trials) {
+        const int b = static_cast<int>(std::find(budgets.begin(), budgets.end(), t.key.budget) - budgets.begin());
+        cells[{t.key.point, b, t.key.scheme}].push_back(&t);
+        entropy += t.meanEntropy;
+    }
+    f.meanEntropy = results.trials.empty() ? 0.0 : entropy / static_cast<double>(results.trials.size());
+
+    // Shared log bins over every positive KL of the run, so histograms compare across schemes.
+    double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+    for (const auto& t : results.trials)
+        for (float v : t.kl)
+            if (v > 0.0f) {
+                lo = std::min(lo, static_cast<double>(v));
+                hi = std::max(hi, static_cast<double>(v));
+            }
+    if (hi > 0.0) {
+        if (hi <= lo)
+            hi = lo * 10.0;
+        const double a = std::log10(lo), b = std::log10(hi) + 1e-9;
+        for (int i = 0; i <= kKlBins; ++i)
+            f.klBinEdges.push_back(std::pow(10.0, a + (b - a) * i / kKlBins));
+    }
+
+    for (const auto& [key, trials] : cells) {
+        const auto& [point, budgetIndex, scheme] = key;
+        const int budget = budgets[static_cast<std::size_t>(budgetIndex)];
+
+        KlDistribution k;
+        k.point = point;
+        k.scheme = scheme;
+        k.budget = budget;
+        std::vector<double> kl;
+        for (const TrialResult* t : trials)
+            kl.insert(kl.end(), t->kl.begin(), t->kl.end());
+        std::sort(kl.begin(), kl.end());
+        if (!kl.empty()) {
+            const std::size_t n = kl.size();
+            double sum = 0.0;
+            for (double v : kl)
+                sum += v;
+            k.mean = sum / static_cast<double>(n);
+            auto q = [&](double p) {
+                const double h = (static_cast<double>(n) - 1.0) * p;
+                const auto i = static_cast<std::size_t>(std::floor(h));
+                const std::size_t j = std::min(i + 1, n - 1);
+                return kl[i] + (h - static_cast<double>(i)) * (kl[j] - kl[i]);
+            };
+            k.median = q(0.5);
+            k.p99 = q(0.99);
+            k.max = kl.back();
+            const std::size_t points = std::min(n, KlDistribution::kMaxEcdfPoints);
+            for (std::size_t i = 0; i < points; ++i) {
+                const std::size_t at = points == n ? i : (i * (n - 1)) / (points - 1);
+                k.ecdfX.push_back(kl[at]);
+                k.ecdfY.push_back(static_cast<double>(at + 1) / static_cast<double>(n));
+            }
+            k.density.assign(f.klBinEdges.empty() ? 0 : f.klBinEdges.size() - 1, 0.0);
+            for (double v : kl) {
+                if (v <= 0.0) {
+                    ++k.zeros;
+                    continue;
+                }
+                const auto it = std::upper_bound(f.klBinEdges.begin(), f.klBinEdges.end(), v);
+                const auto bin = std::clamp<std::ptrdiff_t>(it - f.klBinEdges.begin() - 1, 0,
+                                                            static_cast<std::ptrdiff_t>(k.density.size()) - 1);
+                if (!k.density.empty())
+                    k.density[static_cast<std::size_t>(bin)] += 1.0 / static_cast<double>(n);
+            }
+        }
+        f.kl.push_back(std::move(k));
+
+        RecallPoint r;
+        r.point = point;
+        r.scheme = scheme;
+        r.budget = budget;
+        std::vector<double> recall, shift;
+        for (const TrialResult* t : trials) {
+            double a = 0.0, s = 0.0;
+            for (float v : t->recall)
+                a += v;
+            for (auto v : t->argmaxShift)
+                s += v;
+            const double nq = std::max<std::size_t>(1, t->recall.size());
+            recall.push_back(a / nq);
+            shift.push_back(s / nq);
+        }
+        r.recall = seedInterval(recall);
+        r.argmaxShift = seedInterval(shift);
+        f.recall.push_back(r);
+    }
+
+    // Theory rows follow the summary; partners are found among the summary rows of the same point and budget.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (const SummaryRow& row : f.summary) {
+        TheoryRow t;
+        t.point = row.point;
+        t.scheme = row.scheme;
+        t.budget = row.budget;
+        t.measured = row.scoreErrorVar;
+        t.predicted = row.scoreErrorVarPredicted;
+        t.base = row.scoreErrorVarBase;
+        const SchemeConfig& s = results.schemes[static_cast<std::size_t>(row.scheme)];
+        t.qjlOnKeys = qjlKeys(s);
+        t.qjlOverBase = t.qjlOnKeys && t.base > 0.0 ? t.measured / t.base : nan;
+        t.overScalar = nan;
+        if (t.qjlOnKeys) {
+            for (const SummaryRow& other : f.summary) {
+                const SchemeConfig& o = results.schemes[static_cast<std::size_t>(other.scheme)];
+                if (other.point == row.point && other.budget == row.budget && !qjlKeys(o)
+                    && o.key.rotation == s.key.rotation && o.key.quantizer == s.key.quantizer
+                    && o.key.bits.at(row.budget) == s.key.bits.at(row.budget) + 1 && other.scoreErrorVar > 0.0) {
+                    t.scalarPartner = other.scheme;
+                    t.overScalar = t.measured / other.scoreErrorVar;
+                    break;
+                }
+            }
+        }
+        t.jensenPredicted = 0.5 * row.scoreErrorVar;
+        t.jensenMeasured = row.logMeanExpScoreError;
+        f.theory.push_back(t);
+    }
+    return f;
+}
+
+} // namespace kvlens
