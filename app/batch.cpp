@@ -7,6 +7,11 @@
 #include "core/io/atomic_file.h"
 #include "core/io/result_tables.h"
 #include "core/stats/comparison.h"
+#include "widgets/figure_export.h"
+#include "widgets/views.h"
+
+#include <QDir>
+#include <QWidget>
 
 #include <atomic>
 #include <chrono>
@@ -103,6 +108,27 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
             return 1;
         }
     }
+    // Every view as PDF, SVG and PNG (single-column width) with its data and the spec.
+    const std::string specJson = specToJson(results->spec) + "\n";
+    widgets::ViewData data;
+    data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
+    data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
+    data.results = std::make_shared<const ResultSet>(*results);
+    QWidget host;
+    const QString figuresDir = QDir(QString::fromStdString(options.outDir)).filePath(QStringLiteral("figures"));
+    int figureFiles = 0;
+    for (widgets::ResultView* view : widgets::createViews(&host)) {
+        view->resize(900, 650);
+        view->setData(data);
+        const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},
+                                                 QByteArray::fromStdString(specJson));
+        if (!outcome.ok()) {
+            err << "kvlens: " << outcome.error.toStdString() << "\n";
+            return 1;
+        }
+        figureFiles += static_cast<int>(outcome.written.size());
+    }
+
     out << "KVLens " << results->spec.name << ": regime " << results->spec.regime << ", d = " << results->spec.d
         << ", N = " << results->spec.tokens << ", Q = " << results->spec.queries << ", " << results->spec.seedCount
         << " seeds, backend " << results->backend << ", " << results->trials.size() << " trials in "
@@ -110,7 +136,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     if (!results->regimeNote.empty())
         out << results->regimeNote << "\n";
     out << summaryText(*results) << "\n" << stats::comparisonsText(*results, comparisons);
-    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv}\n";
+    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv} and "
+        << figureFiles << " files in " << options.outDir << "/figures\n";
     return 0;
 }
 

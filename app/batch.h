@@ -16,7 +16,8 @@ struct BatchOptions {
 
 /// Runs the batch job. Validates first (a bad spec writes nothing), runs with a progress
 /// line on `err`, then writes DIR/spec.json, summary.csv, trials.csv, queries.csv and
-/// comparisons.csv atomically and prints the summary and comparison tables on `out`. Returns the process exit code:
+/// comparisons.csv, and every view as DIR/figures/<view>.{pdf,svg,png,csv,spec.json}, each
+/// file atomically; prints the summary and comparison tables on `out`. Returns the process exit code:
 /// 0 success, 2 bad input, 1 a failure while running or writing, 130 interrupted.
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
 

@@ -3,6 +3,8 @@
 #include "app/batch.h"
 #include "app/codebook_command.h"
 #include "app/main_window.h"
+#include "app/resources.h"
+#include "core/experiment/spec_json.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -52,6 +54,7 @@ int main(int argc, char** argv)
     QApplication::setApplicationName(QStringLiteral("KVLens"));
     QApplication::setOrganizationName(QStringLiteral("KVLens"));
     QApplication::setApplicationVersion(QStringLiteral(KVLENS_VERSION));
+    initKvlensResources();
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
@@ -75,7 +78,19 @@ int main(int argc, char** argv)
     const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
                                        QStringLiteral("Close the window after <ms> milliseconds (scripts, smoke tests)."),
                                        QStringLiteral("ms"));
-    parser.addOptions({batchOption, outOption, threadsOption, quietOption, quitAfter});
+    const QCommandLineOption specOption(QStringLiteral("spec"),
+                                        QStringLiteral("Open the window on this spec file and run it."),
+                                        QStringLiteral("file"));
+    const QCommandLineOption screenshotOption(
+        QStringLiteral("screenshot"),
+        QStringLiteral("Run the spec (default: the default experiment), save a PNG of the window when done, and exit."),
+        QStringLiteral("png"));
+    const QCommandLineOption viewOption(
+        QStringLiteral("view"),
+        QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory."),
+        QStringLiteral("id"));
+    parser.addOptions({batchOption, outOption, threadsOption, quietOption, specOption, screenshotOption, viewOption,
+                       quitAfter});
     parser.process(app);
 
     int threads = 0;
@@ -98,8 +113,29 @@ int main(int argc, char** argv)
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 
-    kvlens::app::MainWindow window;
+    // A screenshot documents the default experiment, not whatever the last session left.
+    const bool screenshot = parser.isSet(screenshotOption);
+    kvlens::app::MainWindow window(!screenshot);
     window.show();
+    if (parser.isSet(viewOption) && !window.showView(parser.value(viewOption))) {
+        std::cerr << "kvlens: --view: unknown view '" << parser.value(viewOption).toStdString()
+                  << "' (shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory)\n";
+        return 2;
+    }
+    if (parser.isSet(specOption)) {
+        const auto spec = kvlens::loadSpecFile(parser.value(specOption).toStdString());
+        if (!spec) {
+            std::cerr << "kvlens: " << spec.error().text() << "\n";
+            return 2;
+        }
+        window.loadSpec(*spec);
+    } else if (screenshot) {
+        window.loadSpec(*kvlens::normalizeSpec(kvlens::defaultSpec()));
+    } else {
+        window.startRun();
+    }
+    if (screenshot)
+        window.screenshotWhenDone(parser.value(screenshotOption));
     if (parser.isSet(quitAfter)) {
         bool ok = false;
         const int ms = parser.value(quitAfter).toInt(&ok);

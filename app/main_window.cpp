@@ -1,20 +1,439 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Main window: for now a placeholder plot; the control dock and views arrive with the GUI issue.
+// Main window: debounced runs on the worker thread, progressive drawing, menus, settings, export.
 #include "app/main_window.h"
 
-#include "widgets/plot_widget.h"
+#include "app/experiment_worker.h"
+#include "core/experiment/spec_json.h"
+#include "widgets/control_panel.h"
+#include "widgets/export_dialog.h"
+#include "widgets/figure_export.h"
+#include "widgets/views.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include <cmath>
 
 namespace kvlens::app {
 
-MainWindow::MainWindow(QWidget* parent)
-    : QMainWindow(parent)
+namespace {
+
+constexpr int kMaxRecent = 8;
+
+QSettings settings()
 {
+    return QSettings(QStringLiteral("KVLens"), QStringLiteral("KVLens"));
+}
+
+} // namespace
+
+MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
+    : QMainWindow(parent), m_generation(std::make_shared<std::atomic<quint64>>(0)), m_restoreSettings(restoreSettings)
+{
+    registerWorkerTypes();
     setWindowTitle(QStringLiteral("KVLens"));
-    auto* plot = new widgets::PlotWidget(this);
-    plot->xAxis->setLabel(QStringLiteral("direction error φ (rad)"));
-    plot->yAxis->setLabel(QStringLiteral("SNR (dB)"));
-    setCentralWidget(plot);
-    resize(1100, 750);
+    setObjectName(QStringLiteral("KVLensMainWindow"));
+
+    m_controls = new widgets::ControlPanel(this);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(m_controls);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* dock = new QDockWidget(QStringLiteral("Experiment"), this);
+    dock->setObjectName(QStringLiteral("ExperimentDock"));
+    dock->setWidget(scroll);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    scroll->setMinimumWidth(m_controls->sizeHint().width() + 24);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+    m_tabs = new QTabWidget(this);
+    m_views = widgets::createViews(m_tabs);
+    for (widgets::ResultView* v : m_views) {
+        const int tab = m_tabs->addTab(v, v->viewTitle());
+        m_tabs->setTabToolTip(tab, v->viewDescription());
+        connect(v->plot(), &widgets::PlotWidget::hovered, this, [this](const QString& text) {
+            if (!text.isEmpty())
+                statusBar()->showMessage(QString(text).replace(QLatin1Char('\n'), QStringLiteral("  ·  ")), 4000);
+        });
+    }
+    setCentralWidget(m_tabs);
+
+    m_status = new QLabel(this);
+    m_message = new QLabel(this);
+    m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_progress = new QProgressBar(this);
+    m_progress->setMaximumWidth(260);
+    m_progress->setFormat(QStringLiteral("%v / %m trials"));
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    statusBar()->addWidget(m_message, 1);
+    statusBar()->addPermanentWidget(m_status);
+    statusBar()->addPermanentWidget(m_progress);
+
+    // The worker and its thread: requests and results are value types through queued signals.
+    m_worker = new ExperimentWorker(m_generation);
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    connect(this, &MainWindow::requestRun, m_worker, &ExperimentWorker::run, Qt::QueuedConnection);
+    connect(m_worker, &ExperimentWorker::started, this, &MainWindow::onStarted, Qt::QueuedConnection);
+    connect(m_worker, &ExperimentWorker::progress, this, &MainWindow::onProgress, Qt::QueuedConnection);
+    connect(m_worker, &ExperimentWorker::partial, this, &MainWindow::onPartial, Qt::QueuedConnection);
+    connect(m_worker, &ExperimentWorker::finished, this, &MainWindow::onFinished, Qt::QueuedConnection);
+    m_thread.setObjectName(QStringLiteral("kvlens-worker"));
+    m_thread.start();
+
+    m_debounce.setSingleShot(true);
+    m_debounce.setInterval(kDebounceMs);
+    connect(&m_debounce, &QTimer::timeout, this, &MainWindow::startRun);
+    connect(m_controls, &widgets::ControlPanel::specEdited, this, &MainWindow::onSpecEdited);
+    connect(m_controls, &widgets::ControlPanel::runRequested, this, &MainWindow::startRun);
+    connect(m_controls, &widgets::ControlPanel::cancelRequested, this, &MainWindow::cancelRun);
+
+    buildMenus();
+    resize(1280, 820);
+    m_exportFolder = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    if (m_restoreSettings) {
+        QSettings s = settings();
+        restoreGeometry(s.value(QStringLiteral("geometry")).toByteArray());
+        restoreState(s.value(QStringLiteral("windowState")).toByteArray());
+        m_exportFolder = s.value(QStringLiteral("exportFolder"), m_exportFolder).toString();
+        m_recent = s.value(QStringLiteral("recentSpecs")).toStringList();
+        rebuildRecentMenu();
+        const QByteArray last = s.value(QStringLiteral("spec")).toByteArray();
+        if (!last.isEmpty()) {
+            const auto spec = specFromJson(last.toStdString());
+            if (spec)
+                m_controls->setSpec(*spec);
+        }
+    }
+}
+
+MainWindow::~MainWindow()
+{
+    // Cancel any run and join the worker thread (closeEvent does the same for a shown window).
+    m_generation->fetch_add(1);
+    m_thread.quit();
+    m_thread.wait();
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
+    file->addAction(QStringLiteral("&Open spec…"), QKeySequence::Open, this, &MainWindow::openSpec);
+    file->addAction(QStringLiteral("&Save spec as…"), QKeySequence::SaveAs, this, &MainWindow::saveSpec);
+    m_recentMenu = file->addMenu(QStringLiteral("Recent specs"));
+    file->addSeparator();
+    file->addAction(QStringLiteral("&Export view…"), QKeySequence(QStringLiteral("Ctrl+E")), this,
+                    &MainWindow::exportCurrent);
+    file->addAction(QStringLiteral("Export &all views…"), QKeySequence(QStringLiteral("Ctrl+Shift+E")), this,
+                    &MainWindow::exportAll);
+    file->addSeparator();
+    file->addAction(QStringLiteral("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    buildPresetsMenu(menuBar()->addMenu(QStringLiteral("&Presets")));
+    QMenu* run = menuBar()->addMenu(QStringLiteral("&Run"));
+    run->addAction(QStringLiteral("&Run now"), this, &MainWindow::startRun);
+    run->addAction(QStringLiteral("&Cancel"), this, &MainWindow::cancelRun);
+    QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+    help->addAction(QStringLiteral("&About KVLens"), this, [this] {
+        QMessageBox::about(this, QStringLiteral("About KVLens"),
+                           QStringLiteral("<b>KVLens %1</b><p>See how KV-cache quantization damages attention: "
+                                          "Shannon-φ planes, the 6D error frame, KL distributions, routing recall and "
+                                          "statistical tests for KV, KQV, QKQV, TurboQuant variants and KIVI.</p>"
+                                          "<p>GPL-3.0-or-later. Built with Qt, QCustomPlot, Eigen and Boost.Math.</p>")
+                               .arg(QStringLiteral(KVLENS_VERSION)));
+    });
+}
+
+void MainWindow::buildPresetsMenu(QMenu* menu)
+{
+    const QDir dir(QStringLiteral(":/presets"));
+    for (const QString& name : dir.entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
+        QFile f(dir.filePath(name));
+        if (!f.open(QIODevice::ReadOnly))
+            continue;
+        const auto spec = specFromJson(f.readAll().toStdString());
+        if (!spec)
+            continue; // the preset tests catch broken presets
+        QAction* a = menu->addAction(QString::fromStdString(spec->name));
+        a->setToolTip(QStringLiteral("%1: regime %2, d = %3, %4 schemes")
+                          .arg(name, QString::fromStdString(spec->regime))
+                          .arg(spec->d)
+                          .arg(spec->schemes.size()));
+        const ExperimentSpec loaded = *spec;
+        connect(a, &QAction::triggered, this, [this, loaded] { loadSpec(loaded); });
+    }
+    menu->setToolTipsVisible(true);
+}
+
+void MainWindow::loadSpec(const ExperimentSpec& spec, bool run)
+{
+    m_controls->setSpec(spec);
+    if (run)
+        startRun();
+}
+
+void MainWindow::screenshotWhenDone(const QString& path)
+{
+    m_screenshotPath = path;
+}
+
+bool MainWindow::showView(const QString& id)
+{
+    for (widgets::ResultView* v : m_views)
+        if (v->viewId() == id) {
+            m_tabs->setCurrentWidget(v);
+            return true;
+        }
+    return false;
+}
+
+void MainWindow::onSpecEdited()
+{
+    if (m_controls->autoRun())
+        m_debounce.start();
+}
+
+void MainWindow::startRun()
+{
+    m_debounce.stop();
+    const auto spec = normalizeSpec(m_controls->spec());
+    if (!spec) {
+        setMessage(QString::fromStdString(spec.error().text()), true);
+        return;
+    }
+    // Bumping the generation cancels the running request; the worker drops stale ones.
+    m_requestId = m_generation->fetch_add(1) + 1;
+    m_running = true;
+    m_controls->setRunning(true);
+    m_progress->setRange(0, static_cast<int>(std::min<long long>(spec->trialCount(), 1 << 30)));
+    m_progress->setValue(0);
+    setMessage(QStringLiteral("running…"), false);
+    emit requestRun(m_requestId, *spec);
+}
+
+void MainWindow::cancelRun()
+{
+    m_debounce.stop();
+    if (!m_running)
+        return;
+    m_generation->fetch_add(1); // the worker stops within one trial
+    m_running = false;
+    m_controls->setRunning(false);
+    setMessage(QStringLiteral("cancelled; finished trials stay drawn"), false);
+}
+
+void MainWindow::onStarted(quint64 id, const QString& backend, qint64 total)
+{
+    if (id != m_requestId)
+        return;
+    m_backendLabel = backend;
+    m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
+}
+
+void MainWindow::onProgress(quint64 id, qint64 done, qint64 total)
+{
+    if (id != m_requestId)
+        return;
+    m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
+    m_progress->setValue(static_cast<int>(std::min<qint64>(done, 1 << 30)));
+}
+
+void MainWindow::onPartial(quint64 id, const widgets::ViewData& data)
+{
+    if (id != m_requestId)
+        return; // a stale run's snapshot
+    showData(data);
+}
+
+void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QString& error, bool cancelled, double ms)
+{
+    // Only the current request updates the window; a run stopped by Cancel keeps its id, so
+    // what it finished is still drawn, while a run superseded by a newer request is dropped.
+    if (id != m_requestId)
+        return;
+    m_running = false;
+    m_controls->setRunning(false);
+    if (!error.isEmpty()) {
+        setMessage(error, true);
+        emit runFinished(id, error);
+        return;
+    }
+    showData(data);
+    const ResultSet& r = *data.results;
+    const double uniformEntropy = std::log(static_cast<double>(r.spec.tokens));
+    m_status->setText(QStringLiteral("%1 · %2/%3 trials · %4 s · attention entropy %5 nats (uniform %6)")
+                          .arg(m_backendLabel)
+                          .arg(r.trials.size())
+                          .arg(r.totalTrials)
+                          .arg(ms / 1000.0, 0, 'f', 2)
+                          .arg(data.figures ? data.figures->meanEntropy : 0.0, 0, 'f', 2)
+                          .arg(uniformEntropy, 0, 'f', 2));
+    m_status->setToolTip(QStringLiteral("Backend · trials finished · run time · mean entropy of the exact attention "
+                                        "(low entropy = peaked attention, where key errors hurt most)."));
+    setMessage(cancelled ? QStringLiteral("cancelled after %1 trials").arg(r.trials.size())
+                         : (r.regimeNote.empty() ? QStringLiteral("done") : QString::fromStdString(r.regimeNote)),
+               false);
+    emit runFinished(id, QString());
+    if (!m_screenshotPath.isEmpty()) {
+        const QString path = m_screenshotPath;
+        m_screenshotPath.clear();
+        QTimer::singleShot(400, this, [this, path] {
+            const bool saved = grab().save(path, "PNG");
+            if (!saved)
+                qWarning("kvlens: cannot write the screenshot %s", qPrintable(path));
+            close();
+        });
+    }
+}
+
+void MainWindow::showData(const widgets::ViewData& data)
+{
+    m_data = data;
+    for (widgets::ResultView* v : m_views)
+        v->setData(data);
+}
+
+void MainWindow::setMessage(const QString& text, bool error)
+{
+    m_message->setText(text);
+    m_message->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
+}
+
+QByteArray MainWindow::currentSpecJson() const
+{
+    const ExperimentSpec spec = m_data.results ? m_data.results->spec : m_controls->spec();
+    return QByteArray::fromStdString(specToJson(spec) + "\n");
+}
+
+void MainWindow::openSpec()
+{
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open spec"), m_exportFolder,
+                                                      QStringLiteral("KVLens spec (*.json)"));
+    if (!path.isEmpty())
+        openSpecFile(path);
+}
+
+void MainWindow::openSpecFile(const QString& path)
+{
+    const auto spec = loadSpecFile(path.toStdString());
+    if (!spec) {
+        QMessageBox::warning(this, QStringLiteral("Cannot open spec"), QString::fromStdString(spec.error().text()));
+        return;
+    }
+    addRecent(path);
+    loadSpec(*spec);
+}
+
+void MainWindow::saveSpec()
+{
+    const auto spec = normalizeSpec(m_controls->spec());
+    if (!spec) {
+        QMessageBox::warning(this, QStringLiteral("Cannot save spec"), QString::fromStdString(spec.error().text()));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save spec"),
+                                                      QDir(m_exportFolder).filePath(QStringLiteral("spec.json")),
+                                                      QStringLiteral("KVLens spec (*.json)"));
+    if (path.isEmpty())
+        return;
+    QSaveFile file(path);
+    const QByteArray json = QByteArray::fromStdString(specToJson(*spec) + "\n");
+    if (!file.open(QIODevice::WriteOnly) || file.write(json) != json.size() || !file.commit()) {
+        QMessageBox::warning(this, QStringLiteral("Cannot save spec"),
+                             QStringLiteral("%1: %2").arg(path, file.errorString()));
+        return;
+    }
+    addRecent(path);
+}
+
+void MainWindow::addRecent(const QString& path)
+{
+    m_recent.removeAll(path);
+    m_recent.prepend(path);
+    while (m_recent.size() > kMaxRecent)
+        m_recent.removeLast();
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recentMenu->clear();
+    for (const QString& path : m_recent)
+        m_recentMenu->addAction(path, this, [this, path] { openSpecFile(path); });
+    m_recentMenu->setEnabled(!m_recent.isEmpty());
+}
+
+void MainWindow::exportCurrent()
+{
+    auto* view = qobject_cast<widgets::ResultView*>(m_tabs->currentWidget());
+    if (!view || m_data.empty()) {
+        QMessageBox::information(this, QStringLiteral("Export"), QStringLiteral("Run an experiment first."));
+        return;
+    }
+    widgets::ExportDialog dialog(m_exportFolder, view->viewId(), false, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    m_exportFolder = dialog.folder();
+    const auto outcome = widgets::exportView(*view, dialog.folder(), dialog.stem(), dialog.options(), currentSpecJson());
+    if (!outcome.ok())
+        QMessageBox::warning(this, QStringLiteral("Export failed"), outcome.error);
+    else
+        setMessage(QStringLiteral("wrote %1").arg(outcome.written.join(QStringLiteral(", "))), false);
+}
+
+void MainWindow::exportAll()
+{
+    if (m_data.empty()) {
+        QMessageBox::information(this, QStringLiteral("Export"), QStringLiteral("Run an experiment first."));
+        return;
+    }
+    widgets::ExportDialog dialog(m_exportFolder, QStringLiteral("kvlens_"), true, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    m_exportFolder = dialog.folder();
+    int files = 0;
+    for (widgets::ResultView* v : m_views) {
+        const auto outcome =
+            widgets::exportView(*v, dialog.folder(), dialog.stem() + v->viewId(), dialog.options(), currentSpecJson());
+        if (!outcome.ok()) {
+            QMessageBox::warning(this, QStringLiteral("Export failed"), outcome.error);
+            return;
+        }
+        files += static_cast<int>(outcome.written.size());
+    }
+    setMessage(QStringLiteral("wrote %1 files to %2").arg(files).arg(dialog.folder()), false);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    // Cancel-then-wait: the worker stops within one trial, then the thread is joined.
+    m_debounce.stop();
+    m_generation->fetch_add(1);
+    m_thread.quit();
+    m_thread.wait();
+    if (m_restoreSettings) {
+        QSettings s = settings();
+        s.setValue(QStringLiteral("geometry"), saveGeometry());
+        s.setValue(QStringLiteral("windowState"), saveState());
+        s.setValue(QStringLiteral("exportFolder"), m_exportFolder);
+        s.setValue(QStringLiteral("recentSpecs"), m_recent);
+        if (const auto spec = normalizeSpec(m_controls->spec()); spec)
+            s.setValue(QStringLiteral("spec"), QByteArray::fromStdString(specToJson(*spec)));
+    }
+    event->accept();
 }
 
 } // namespace kvlens::app

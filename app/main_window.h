@@ -1,15 +1,107 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The KVLens main window.
+// The KVLens main window: control dock, plot views, progress and status, menus, worker thread.
 #pragma once
 
+#include "core/experiment/spec.h"
+#include "widgets/view_data.h"
+
 #include <QMainWindow>
+#include <QThread>
+#include <QTimer>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QTabWidget;
+
+namespace kvlens::widgets {
+class ControlPanel;
+class ResultView;
+} // namespace kvlens::widgets
 
 namespace kvlens::app {
+
+class ExperimentWorker;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(QWidget* parent = nullptr);
+    /// `restoreSettings`: start from the last session's spec and layout (off in tests).
+    explicit MainWindow(bool restoreSettings = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    widgets::ControlPanel* controls() const { return m_controls; }
+    const std::vector<widgets::ResultView*>& views() const { return m_views; }
+    QTabWidget* tabs() const { return m_tabs; }
+    const widgets::ViewData& lastData() const { return m_data; }
+    bool isRunning() const { return m_running; }
+    quint64 currentRequest() const { return m_requestId; }
+
+    /// Loads a spec into the controls and runs it (preset, file, command line).
+    void loadSpec(const ExperimentSpec& spec, bool run = true);
+    /// Grabs the window into `path` once the next run has finished, then closes it.
+    void screenshotWhenDone(const QString& path);
+    /// Shows the view whose viewId() is `id`; false when there is none.
+    bool showView(const QString& id);
+    /// Debounce delay between a control change and the restarted run.
+    static constexpr int kDebounceMs = 300;
+
+public slots:
+    /// Validates the controls' spec and starts a run (cancelling any older one).
+    void startRun();
+    void cancelRun();
+
+signals:
+    /// A run's final data has been drawn (or it failed: `error` non-empty).
+    void runFinished(quint64 id, const QString& error);
+    /// Internal: hands a request to the worker thread.
+    void requestRun(quint64 id, const kvlens::ExperimentSpec& spec);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void buildPresetsMenu(QMenu* menu);
+    void onSpecEdited();
+    void onStarted(quint64 id, const QString& backend, qint64 total);
+    void onProgress(quint64 id, qint64 done, qint64 total);
+    void onPartial(quint64 id, const widgets::ViewData& data);
+    void onFinished(quint64 id, const widgets::ViewData& data, const QString& error, bool cancelled, double ms);
+    void showData(const widgets::ViewData& data);
+    void setMessage(const QString& text, bool error);
+    void openSpec();
+    void openSpecFile(const QString& path);
+    void saveSpec();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void exportCurrent();
+    void exportAll();
+    QByteArray currentSpecJson() const;
+
+    widgets::ControlPanel* m_controls = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    std::vector<widgets::ResultView*> m_views;
+    QProgressBar* m_progress = nullptr;
+    QLabel* m_status = nullptr;
+    QLabel* m_message = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QTimer m_debounce;
+    QThread m_thread;
+    ExperimentWorker* m_worker = nullptr;
+    std::shared_ptr<std::atomic<quint64>> m_generation;
+    quint64 m_requestId = 0;
+    bool m_running = false;
+    bool m_restoreSettings = true;
+    QString m_backendLabel;
+    widgets::ViewData m_data;
+    QString m_exportFolder;
+    QStringList m_recent;
+    QString m_screenshotPath;
 };
 
 } // namespace kvlens::app

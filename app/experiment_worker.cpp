@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Experiment worker: a Progress adapter that snapshots finished trials and polls the generation counter.
+#include "app/experiment_worker.h"
+
+#include "app/backend_factory.h"
+#include "core/experiment/runner.h"
+
+#include <chrono>
+#include <vector>
+
+namespace kvlens::app {
+
+namespace {
+
+/// Collects finished trials and emits throttled snapshots; cancelled once the window has
+/// moved on to a newer request.
+class WorkerProgress final : public Progress {
+public:
+    WorkerProgress(ExperimentWorker& worker, quint64 id, const ExperimentSpec& spec, const std::atomic<quint64>& generation)
+        : m_worker(worker), m_id(id), m_spec(spec), m_generation(generation)
+    {
+    }
+
+    bool cancelled() const override { return m_generation.load() != m_id; }
+
+    void trialFinished(const TrialResult& trial) override { m_trials.push_back(trial); }
+
+    void report(long long done, long long total) override
+    {
+        emit m_worker.progress(m_id, done, total);
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total && now - m_lastSnapshot < std::chrono::milliseconds(ExperimentWorker::kSnapshotIntervalMs))
+            return;
+        m_lastSnapshot = now;
+        if (done == total || cancelled())
+            return; // the final data follows
+        auto snapshot = std::make_shared<ResultSet>();
+        snapshot->spec = m_spec;
+        snapshot->schemes = m_spec.schemes;
+        snapshot->trials = m_trials;
+        snapshot->totalTrials = total;
+        emit m_worker.partial(m_id, widgets::makeViewData(std::move(snapshot), false));
+    }
+
+private:
+    ExperimentWorker& m_worker;
+    quint64 m_id;
+    const ExperimentSpec& m_spec;
+    const std::atomic<quint64>& m_generation;
+    std::vector<TrialResult> m_trials;
+    std::chrono::steady_clock::time_point m_lastSnapshot = std::chrono::steady_clock::now();
+};
+
+} // namespace
+
+void registerWorkerTypes()
+{
+    qRegisterMetaType<kvlens::ExperimentSpec>("kvlens::ExperimentSpec");
+    qRegisterMetaType<kvlens::widgets::ViewData>("kvlens::widgets::ViewData");
+}
+
+ExperimentWorker::ExperimentWorker(std::shared_ptr<std::atomic<quint64>> generation, QObject* parent)
+    : QObject(parent), m_generation(std::move(generation))
+{
+}
+
+void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
+{
+    if (m_generation->load() != id)
+        return; // superseded before it started
+    BackendChoice backend = makeBackend(spec);
+    emit started(id, QString::fromStdString(backend.label), spec.trialCount());
+    WorkerProgress progress(*this, id, spec, *m_generation);
+    const auto start = std::chrono::steady_clock::now();
+    Result<ResultSet> result = runExperiment(spec, *backend.backend, &progress);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!result) {
+        emit finished(id, widgets::ViewData{}, QString::fromStdString(result.error().text()), false, ms);
+        return;
+    }
+    result->backend = backend.label;
+    const bool cancelled = result->cancelled;
+    auto shared = std::make_shared<const ResultSet>(std::move(result).value());
+    // The comparison table needs the whole run; a cancelled run shows what finished without it.
+    emit finished(id, widgets::makeViewData(std::move(shared), !cancelled), QString(), cancelled, ms);
+}
+
+} // namespace kvlens::app

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Runs experiments on a worker thread; results cross to the GUI as immutable snapshots through queued signals.
+#pragma once
+
+#include "core/experiment/spec.h"
+#include "widgets/view_data.h"
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <memory>
+
+Q_DECLARE_METATYPE(kvlens::ExperimentSpec)
+
+namespace kvlens::app {
+
+/// Lives on a QThread owned by the main window. A request carries an id; the window bumps a
+/// shared generation counter to cancel, so a newer request stops the older run within one
+/// trial and stale results are recognised by their id.
+class ExperimentWorker : public QObject {
+    Q_OBJECT
+public:
+    explicit ExperimentWorker(std::shared_ptr<std::atomic<quint64>> generation, QObject* parent = nullptr);
+
+    /// Minimum time between partial snapshots, in milliseconds.
+    static constexpr int kSnapshotIntervalMs = 200;
+
+public slots:
+    /// Runs `spec` (already normalized) unless `id` is already stale.
+    void run(quint64 id, const kvlens::ExperimentSpec& spec);
+
+signals:
+    void started(quint64 id, const QString& backend, qint64 totalTrials);
+    void progress(quint64 id, qint64 done, qint64 total);
+    /// A snapshot of the finished trials (no comparisons yet).
+    void partial(quint64 id, const kvlens::widgets::ViewData& data);
+    /// The final data (with comparisons), or an error; `cancelled` when the run was stopped.
+    void finished(quint64 id, const kvlens::widgets::ViewData& data, const QString& error, bool cancelled,
+                  double elapsedMs);
+
+private:
+    std::shared_ptr<std::atomic<quint64>> m_generation;
+};
+
+/// Registers the metatypes the worker's queued signals carry (call once before connecting).
+void registerWorkerTypes();
+
+} // namespace kvlens::app

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Q_INIT_RESOURCE for the resources compiled into kvlens_app.
+#include "app/resources.h"
+
+#include <QtGlobal>
+
+void initKvlensResources()
+{
+    Q_INIT_RESOURCE(kvlens);
+}

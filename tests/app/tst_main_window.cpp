@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The main window: a run populates every view; a change mid-run cancels the old run; closing mid-run does not hang.
+#include "app/main_window.h"
+#include "app/resources.h"
+#include "core/experiment/spec_json.h"
+#include "widgets/control_panel.h"
+#include "widgets/result_view.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTest>
+
+using namespace kvlens;
+
+namespace {
+
+ExperimentSpec small(int seeds = 2)
+{
+    auto spec = specFromJson(R"({"d": 32, "tokens": 128, "queries": 8, "budgets": [2, 3],
+                                "schemes": ["KV", "KQV", "QKQV"], "comparisons": {"bootstrap": 100, "permutations": 49}})");
+    Q_ASSERT(spec.ok());
+    spec->seedCount = seeds;
+    return *spec;
+}
+
+} // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { initKvlensResources(); }
+
+    void runPopulatesEveryView()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        QCOMPARE(finished.at(0).at(1).toString(), QString());
+        QCOMPARE(finished.at(0).at(0).toULongLong(), window.currentRequest());
+        QVERIFY(!window.isRunning());
+        QCOMPARE(window.lastData().results->trials.size(), std::size_t{3 * 2 * 2});
+        QVERIFY(window.lastData().comparisons);
+        QCOMPARE(window.views().size(), std::size_t{6});
+        // Expected series per view for 3 schemes x 2 budgets.
+        const std::map<QString, int> expected = {{"shannon_phi", 6}, {"scatter_6d", 180}, {"kl_distribution", 12},
+                                                 {"routing_recall", 6}, {"theory", 6}};
+        for (widgets::ResultView* v : window.views()) {
+            const auto it = expected.find(v->viewId());
+            if (it != expected.end())
+                QCOMPARE(v->seriesCount(), it->second);
+            else
+                QVERIFY2(v->seriesCount() > 0, qPrintable(v->viewId()));
+        }
+    }
+
+    void changingAControlMidRunCancelsTheOldRun()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        // A run long enough (thousands of trials) that only cancellation lets the next one start in time.
+        window.loadSpec(small(2000));
+        const quint64 first = window.currentRequest();
+        QTRY_VERIFY_WITH_TIMEOUT(!window.lastData().empty(), 20000); // partial results arrive while running
+        QVERIFY(window.isRunning());
+        window.controls()->dBox()->setValue(48); // an edit: debounced restart
+        QTRY_VERIFY_WITH_TIMEOUT(window.currentRequest() != first, 5000);
+        const quint64 second = window.currentRequest();
+        // The stale run never reports; the new one does (but is itself long: cancel it by spec).
+        QTRY_VERIFY_WITH_TIMEOUT(!window.lastData().empty() && window.lastData().results->spec.d == 48, 20000);
+        QCOMPARE(finished.count(), 0);
+        window.loadSpec(small(2)); // supersedes the second run too
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QVERIFY(finished.at(0).at(0).toULongLong() != first);
+        QVERIFY(finished.at(0).at(0).toULongLong() != second);
+        QCOMPARE(window.lastData().results->spec.seedCount, 2);
+    }
+
+    void cancelKeepsWhatFinished()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small(2000));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.lastData().empty(), 20000);
+        window.cancelRun();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+        QVERIFY(window.lastData().results->cancelled);
+        QVERIFY(!window.lastData().results->trials.empty());
+    }
+
+    void closingMidRunDoesNotHang()
+    {
+        auto* window = new app::MainWindow(false);
+        window->show();
+        window->loadSpec(small(5000));
+        QTRY_VERIFY_WITH_TIMEOUT(!window->lastData().empty(), 20000);
+        QElapsedTimer timer;
+        timer.start();
+        window->close();
+        delete window;
+        QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
+    }
+
+    void presetsLoadAndValidate()
+    {
+        const QDir presets(QStringLiteral(":/presets"));
+        const QStringList files = presets.entryList({QStringLiteral("*.json")});
+        QVERIFY(files.size() >= 4);
+        for (const QString& name : files) {
+            QFile f(presets.filePath(name));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const auto spec = specFromJson(f.readAll().toStdString());
+            QVERIFY2(spec.ok(), qPrintable(name + QStringLiteral(": ")
+                                           + QString::fromStdString(spec.ok() ? std::string() : spec.error().text())));
+        }
+        // The ones the GUI issue names.
+        for (const char* required : {"default.json", "paper_a.json", "low_rank_d1024.json", "budget_crossover.json"})
+            QVERIFY2(files.contains(QLatin1String(required)), required);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_main_window.moc"

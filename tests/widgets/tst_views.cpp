@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Views fed a real result set: series counts, CSV = plotted points, and figure export for papers.
+#include "core/experiment/runner.h"
+#include "core/experiment/spec_json.h"
+#include "widgets/comparison_view.h"
+#include "widgets/figure_export.h"
+#include "widgets/kl_distribution_view.h"
+#include "widgets/recall_view.h"
+#include "widgets/scatter_matrix_view.h"
+#include "widgets/shannon_phi_view.h"
+#include "widgets/theory_view.h"
+#include "widgets/views.h"
+
+#include <QImage>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QXmlStreamReader>
+
+using namespace kvlens;
+using namespace kvlens::widgets;
+
+namespace {
+
+/// 3 schemes x 2 budgets x 3 seeds on a small gaussian draw.
+ViewData makeData()
+{
+    auto spec = specFromJson(R"({"d": 64, "tokens": 256, "queries": 16, "budgets": [3, 4], "seeds": {"count": 3},
+                                "schemes": ["KV", "QKQV", "KIVI"], "metrics": {"sample_cap": 40},
+                                "comparisons": {"bootstrap": 200, "permutations": 99}})");
+    Q_ASSERT(spec.ok());
+    CpuBackend backend(2);
+    auto results = runExperiment(*spec, backend);
+    Q_ASSERT(results.ok());
+    return makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true);
+}
+
+QList<QStringList> csvRows(const QString& text)
+{
+    QList<QStringList> rows;
+    for (const QString& line : text.split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+        rows.append(line.split(QLatin1Char(',')));
+    return rows;
+}
+
+} // namespace
+
+class TestViews : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { m_data = makeData(); }
+
+    void shannonPhiSeriesAndData()
+    {
+        ShannonPhiView view;
+        view.setData(m_data);
+        QCOMPARE(view.seriesCount(), 3 * 2); // one cloud per scheme and budget
+        // Per-trial mode: one point per trial, and the CSV holds exactly the plotted points.
+        view.setPerVector(false);
+        view.setSite(ShannonPhiView::Site::Values);
+        const auto rows = csvRows(view.dataCsv());
+        QCOMPARE(rows.size(), 1 + 18);
+        const QStringList header = rows.first();
+        const int series = header.indexOf(QStringLiteral("series")), x = header.indexOf(QStringLiteral("x")),
+                  y = header.indexOf(QStringLiteral("y"));
+        int matched = 0;
+        for (const auto& row : rows.mid(1)) {
+            for (const TrialResult& t : m_data.results->trials) {
+                const QString name = QStringLiteral("%1 n=%2")
+                                         .arg(QString::fromStdString(m_data.results->schemes[t.key.scheme].name))
+                                         .arg(t.key.budget);
+                if (row[series] == name && std::abs(row[x].toDouble() - t.sixD.phiV) < 1e-9
+                    && std::abs(row[y].toDouble() - t.sixD.snrV) < 1e-7)
+                    ++matched;
+            }
+        }
+        QCOMPARE(matched, 18);
+        // Per-vector mode: every sample of every trial.
+        view.setPerVector(true);
+        QCOMPARE(csvRows(view.dataCsv()).size(), 1 + 18 * 40);
+    }
+
+    void scatterMatrixSeries()
+    {
+        ScatterMatrixView view;
+        view.setData(m_data);
+        QCOMPARE(view.seriesCount(), 30 * 3 * 2); // 30 off-diagonal panels x schemes x budgets
+        view.setMatrix(false);
+        view.setPair(0, 4);
+        QCOMPARE(view.seriesCount(), 3 * 2);
+        QCOMPARE(view.plot()->xAxis->label(), QStringLiteral("SNR_K (dB)"));
+    }
+
+    void klDistributionSeries()
+    {
+        KlDistributionView view;
+        view.setData(m_data);
+        view.setBudget(3);
+        // Per scheme: the ECDF and the mean, p99 and worst markers.
+        QCOMPARE(view.seriesCount(), 3 * 4);
+        view.setHistogram(true);
+        QCOMPARE(view.seriesCount(), 3 * 4);
+        QCOMPARE(view.plot()->xAxis->scaleType(), QCPAxis::stLogarithmic);
+    }
+
+    void recallSeriesWithIntervals()
+    {
+        RecallView view;
+        view.setData(m_data);
+        QCOMPARE(view.seriesCount(), 3 * 2); // recall and argmax shift per scheme
+        const auto rows = csvRows(view.dataCsv());
+        QCOMPARE(rows.size(), 1 + 3 * 2 * 2); // two budgets each
+        const int minus = rows.first().indexOf(QStringLiteral("y_error_minus"));
+        QVERIFY(minus >= 0);
+        QVERIFY(!rows.at(1).at(minus).isEmpty()); // intervals are exported with the points
+    }
+
+    void comparisonAndTheoryTables()
+    {
+        ComparisonView comparisons;
+        comparisons.setData(m_data);
+        QCOMPARE(comparisons.table()->rowCount(), 3 * 2); // 3 pairs x 2 budgets
+        QVERIFY(comparisons.seriesCount() >= 1);
+        QVERIFY(comparisons.dataCsv().startsWith(QStringLiteral("regime,point,budget,scheme_a")));
+        TheoryView theory;
+        theory.setData(m_data);
+        QCOMPARE(theory.table()->rowCount(), 3 * 2);
+        QCOMPARE(theory.seriesCount(), 2 * 2); // KIVI has no closed-form prediction
+    }
+
+    void everyViewDescribesItself()
+    {
+        QWidget host;
+        for (ResultView* v : createViews(&host)) {
+            QVERIFY(!v->viewId().isEmpty());
+            QVERIFY(v->viewDescription().size() > 40);
+            QCOMPARE(v->toolTip(), v->viewDescription());
+            v->setData(m_data);
+            QVERIFY2(v->seriesCount() > 0, qPrintable(v->viewId()));
+        }
+    }
+
+    void exportWritesPrintableFiles()
+    {
+        QTemporaryDir dir;
+        ShannonPhiView view;
+        view.resize(800, 600);
+        view.setData(m_data);
+        ExportOptions options;
+        options.widthInches = 7.0;
+        options.dpi = 150;
+        const auto outcome = exportView(view, dir.path(), QStringLiteral("fig"), options, QByteArray("{\"d\": 64}\n"));
+        QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        QCOMPARE(outcome.written.size(), 5);
+
+        QFile pdf(dir.filePath(QStringLiteral("fig.pdf")));
+        QVERIFY(pdf.open(QIODevice::ReadOnly));
+        QVERIFY(pdf.read(5) == "%PDF-");
+
+        QFile svg(dir.filePath(QStringLiteral("fig.svg")));
+        QVERIFY(svg.open(QIODevice::ReadOnly));
+        QXmlStreamReader xml(&svg);
+        QStringList texts;
+        while (!xml.atEnd()) {
+            if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("text"))
+                texts << xml.readElementText(QXmlStreamReader::IncludeChildElements);
+        }
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QVERIFY(texts.join(QLatin1Char(' ')).contains(QStringLiteral("direction error")));
+        QVERIFY(texts.join(QLatin1Char(' ')).contains(QStringLiteral("SNR_K (dB)")));
+
+        const QImage png(dir.filePath(QStringLiteral("fig.png")));
+        QCOMPARE(png.width(), 7 * 150);
+        QCOMPARE(png.height(), options.pngHeightPixels());
+
+        QFile csv(dir.filePath(QStringLiteral("fig.csv")));
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(csv.readAll()), view.dataCsv());
+        QFile spec(dir.filePath(QStringLiteral("fig.spec.json")));
+        QVERIFY(spec.open(QIODevice::ReadOnly));
+        QCOMPARE(spec.readAll(), QByteArray("{\"d\": 64}\n"));
+        // Nothing but the five files (no temporaries left behind).
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 5);
+    }
+
+    void failedExportNamesThePathAndKeepsTheOld()
+    {
+        QTemporaryDir dir;
+        ShannonPhiView view;
+        view.setData(m_data);
+        // A directory where the PDF should go cannot be replaced.
+        QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("fig.pdf/keep")));
+        ExportOptions options;
+        options.svg = options.png = false;
+        const auto outcome = exportView(view, dir.path(), QStringLiteral("fig"), options, QByteArray("{}"));
+        QVERIFY(!outcome.ok());
+        QVERIFY2(outcome.error.contains(dir.filePath(QStringLiteral("fig.pdf"))), qPrintable(outcome.error));
+        QVERIFY(QFileInfo(dir.filePath(QStringLiteral("fig.pdf/keep"))).isDir());
+    }
+
+private:
+    ViewData m_data;
+};
+
+QTEST_MAIN(TestViews)
+#include "tst_views.moc"

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Comparison view: forest plot + table.
+#include "widgets/comparison_view.h"
+
+#include <QComboBox>
+#include <QHeaderView>
+#include <QSignalBlocker>
+#include <QSplitter>
+#include <QTableWidget>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <numbers>
+
+namespace kvlens::widgets {
+
+namespace {
+
+/// p as text, from its log when the value itself underflowed to 0.
+QString pText(const stats::PValue& p)
+{
+    if (p.p > 0.0)
+        return QString::number(p.p, 'g', 3);
+    return QStringLiteral("1e%1").arg(std::floor(p.logP / std::numbers::ln10));
+}
+
+struct Column {
+    const char* title;
+    const char* tooltip;
+};
+
+const Column kColumns[] = {
+    {"A", "First scheme of the pair."},
+    {"B", "Second scheme of the pair."},
+    {"n", "Bit budget (bits per coordinate)."},
+    {"queries", "Queries per scheme (pooled over seeds)."},
+    {"KL ratio", "Median per-query KL of A divided by that of B: below 1, A does less damage."},
+    {"95% interval", "Percentile bootstrap interval of the KL ratio (paired: the same queries under both)."},
+    {"test", "Wilcoxon signed-rank on paired queries, Mann-Whitney U otherwise."},
+    {"p", "Two-sided p-value of the test."},
+    {"p (Holm)", "p adjusted by Holm's step-down method across the whole table."},
+    {"r", "Rank-biserial correlation P(KL_A < KL_B) - P(KL_A > KL_B): positive when A does less damage."},
+    {"KS D", "Largest gap between the two KL distribution functions (two-sample Kolmogorov-Smirnov)."},
+    {"KS p", "Asymptotic Kolmogorov-Smirnov p-value."},
+    {"energy", "Energy distance between the two schemes' 6D trial points (standardized coordinates)."},
+    {"energy p", "Permutation p-value of the energy distance."},
+};
+
+} // namespace
+
+ComparisonView::ComparisonView(QWidget* parent)
+    : ResultView(parent)
+{
+    m_budget = new QComboBox(this);
+    m_budget->setToolTip(QStringLiteral("Budget shown in the forest plot and the table."));
+    addOption(QStringLiteral("Budget:"), m_budget);
+    m_table = new QTableWidget(this);
+    m_table->setColumnCount(static_cast<int>(std::size(kColumns)));
+    for (int c = 0; c < m_table->columnCount(); ++c) {
+        auto* item = new QTableWidgetItem(QString::fromUtf8(kColumns[c].title));
+        item->setToolTip(QString::fromUtf8(kColumns[c].tooltip));
+        m_table->setHorizontalHeaderItem(c, item);
+    }
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setSortingEnabled(true);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Plot above, table below, user-resizable.
+    m_layout->removeWidget(m_plot);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_plot);
+    split->addWidget(m_table);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    m_layout->addWidget(split, 1);
+    setToolTip(viewDescription());
+}
+
+QString ComparisonView::viewDescription() const
+{
+    return QStringLiteral("Pairwise tests of per-query KL between schemes at each budget: the median-KL ratio with "
+                          "its 95% interval, rank tests with effect sizes, and Holm-adjusted p-values.");
+}
+
+QString ComparisonView::dataCsv() const
+{
+    if (data().empty() || !data().comparisons)
+        return QString();
+    return QString::fromStdString(stats::comparisonsCsv(*data().results, *data().comparisons));
+}
+
+void ComparisonView::redraw()
+{
+    m_plot->resetPlot();
+    m_plot->xAxis->setLabel(QStringLiteral("median KL ratio A / B (95% interval)"));
+    PlotWidget::setLogAxis(m_plot->xAxis);
+    m_plot->yAxis->setLabel(QString());
+    if (data().empty() || !data().comparisons) {
+        m_table->setRowCount(0);
+        m_plot->replot();
+        return;
+    }
+    {
+        const QVariant current = m_budget->currentData();
+        const QSignalBlocker block(m_budget);
+        m_budget->clear();
+        m_budget->addItem(QStringLiteral("all"), 0);
+        for (int n : data().results->spec.budgets)
+            m_budget->addItem(QStringLiteral("n = %1").arg(n), n);
+        const int at = m_budget->findData(current);
+        m_budget->setCurrentIndex(at >= 0 ? at : 0);
+    }
+    const int budget = m_budget->currentData().toInt();
+    QVector<double> sigX, sigY, sigLow, sigHigh, nsX, nsY, nsLow, nsHigh;
+    QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
+    int row = 0;
+    for (const stats::ComparisonRow& c : *data().comparisons) {
+        if (budget != 0 && c.budget != budget)
+            continue;
+        if (!(c.medianKlRatio > 0.0))
+            continue;
+        const double y = -row; // first comparison on top
+        labels->addTick(y, QStringLiteral("%1 vs %2, n=%3").arg(schemeName(c.schemeA), schemeName(c.schemeB)).arg(c.budget));
+        const bool significant = c.pHolm.p < 0.05;
+        (significant ? sigX : nsX).push_back(c.medianKlRatio);
+        (significant ? sigY : nsY).push_back(y);
+        (significant ? sigLow : nsLow).push_back(c.medianKlRatio - std::max(c.ratioLow, c.medianKlRatio * 1e-3));
+        (significant ? sigHigh : nsHigh).push_back(std::max(0.0, c.ratioHigh - c.medianKlRatio));
+        ++row;
+    }
+    m_plot->yAxis->setTicker(labels);
+    m_plot->yAxis->setSubTicks(false);
+    auto add = [&](const QString& name, const QColor& color, QVector<double>& x, QVector<double>& y,
+                   QVector<double>& low, QVector<double>& high) {
+        if (x.isEmpty())
+            return;
+        QCPGraph* g = m_plot->addScatterSeries(name, color, QCPScatterStyle::ssDiamond, 8.0);
+        // Keys are the ratios here, so keep the given order instead of sorting by key.
+        g->data()->clear();
+        for (int i = 0; i < x.size(); ++i)
+            g->addData(x[i], y[i]);
+        auto* bars = new QCPErrorBars(m_plot->xAxis, m_plot->yAxis);
+        bars->removeFromLegend();
+        bars->setDataPlottable(g);
+        bars->setErrorType(QCPErrorBars::etKeyError);
+        // QCPGraph keeps its data sorted by key: reorder the error bars the same way.
+        QVector<int> order(x.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x[a] < x[b]; });
+        QVector<double> lo, hi;
+        for (int i : order) {
+            lo.push_back(low[i]);
+            hi.push_back(high[i]);
+        }
+        bars->setData(lo, hi);
+        bars->setPen(QPen(color, 1.2));
+    };
+    add(QStringLiteral("Holm p < 0.05"), seriesColor(0), sigX, sigY, sigLow, sigHigh);
+    add(QStringLiteral("not significant"), QColor(0x88, 0x88, 0x88), nsX, nsY, nsLow, nsHigh);
+    m_plot->xAxis->rescale();
+    const QCPRange xr = m_plot->xAxis->range();
+    m_plot->xAxis->setRange(std::min(xr.lower, 1.0) / 1.5, std::max(xr.upper, 1.0) * 1.5);
+    m_plot->yAxis->setRange(-row + 0.5, 0.5);
+    PlotWidget::tuneLogAxis(m_plot->xAxis);
+    auto* one = new QCPItemStraightLine(m_plot);
+    one->point1->setCoords(1.0, 0.0);
+    one->point2->setCoords(1.0, 1.0);
+    one->setPen(QPen(Qt::black, 0, Qt::DashLine));
+    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    fillTable();
+}
+
+void ComparisonView::fillTable()
+{
+    const QSignalBlocker block(m_table);
+    m_table->setSortingEnabled(false);
+    const int budget = m_budget->currentData().toInt();
+    QVector<const stats::ComparisonRow*> rows;
+    for (const auto& c : *data().comparisons)
+        if (budget == 0 || c.budget == budget)
+            rows.push_back(&c);
+    m_table->setRowCount(static_cast<int>(rows.size()));
+    auto number = [](double v, int digits = 4) {
+        auto* item = new QTableWidgetItem;
+        item->setData(Qt::DisplayRole, QString::number(v, 'g', digits).toDouble());
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        return item;
+    };
+    auto text = [](const QString& s) { return new QTableWidgetItem(s); };
+    for (int i = 0; i < rows.size(); ++i) {
+        const stats::ComparisonRow& c = *rows[i];
+        int col = 0;
+        m_table->setItem(i, col++, text(schemeName(c.schemeA)));
+        m_table->setItem(i, col++, text(schemeName(c.schemeB)));
+        m_table->setItem(i, col++, number(c.budget));
+        m_table->setItem(i, col++, number(static_cast<double>(c.queries)));
+        m_table->setItem(i, col++, number(c.medianKlRatio));
+        m_table->setItem(i, col++, text(QStringLiteral("[%1, %2]").arg(c.ratioLow, 0, 'g', 3).arg(c.ratioHigh, 0, 'g', 3)));
+        m_table->setItem(i, col++, text(QString::fromStdString(c.test)));
+        m_table->setItem(i, col++, text(pText(c.p)));
+        auto* holm = text(pText(c.pHolm));
+        if (c.pHolm.p < 0.05)
+            holm->setForeground(seriesColor(0).darker(130));
+        m_table->setItem(i, col++, holm);
+        m_table->setItem(i, col++, number(c.rankBiserial, 3));
+        m_table->setItem(i, col++, number(c.ksD, 3));
+        m_table->setItem(i, col++, text(pText(c.ksP)));
+        m_table->setItem(i, col++, number(c.energy, 3));
+        m_table->setItem(i, col++, number(c.energyP, 3));
+    }
+    m_table->setSortingEnabled(true);
+}
+
+} // namespace kvlens::widgets

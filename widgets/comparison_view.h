@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The comparison table of the statistics issue, with a forest plot of median-KL ratios.
+#pragma once
+
+#include "widgets/result_view.h"
+
+class QComboBox;
+class QTableWidget;
+
+namespace kvlens::widgets {
+
+/// Every compared pair of schemes at each budget: a forest plot of the median-KL ratio with
+/// its bootstrap interval (log axis, 1 = no difference), and the full table (tests, effect
+/// sizes, Holm-adjusted p-values) below it.
+class ComparisonView final : public ResultView {
+    Q_OBJECT
+public:
+    explicit ComparisonView(QWidget* parent = nullptr);
+    QString viewId() const override { return QStringLiteral("comparisons"); }
+    QString viewTitle() const override { return QStringLiteral("Comparisons"); }
+    QString viewDescription() const override;
+    /// The whole comparison table (what comparisons.csv holds).
+    QString dataCsv() const override;
+    QTableWidget* table() const { return m_table; }
+
+protected:
+    void redraw() override;
+
+private:
+    void fillTable();
+
+    QComboBox* m_budget = nullptr;
+    QTableWidget* m_table = nullptr;
+};
+
+} // namespace kvlens::widgets

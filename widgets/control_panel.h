@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The control dock: every field of an ExperimentSpec as a widget, regime parameters built from their descriptions.
+#pragma once
+
+#include "core/experiment/spec.h"
+
+#include <QWidget>
+
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+
+namespace kvlens::widgets {
+
+/// Edits an ExperimentSpec. The regime's parameter widgets come from its ParamDesc table,
+/// so a new regime needs no widget code. Emits specEdited() on any user change (the window
+/// debounces it); setSpec() changes nothing observable (signals blocked).
+class ControlPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ControlPanel(QWidget* parent = nullptr);
+
+    /// The spec the controls describe (not yet normalized: the window validates it).
+    ExperimentSpec spec() const;
+    /// Shows `spec` (custom schemes are added to the scheme list).
+    void setSpec(const ExperimentSpec& spec);
+
+    /// Backends offered in the backend box: "cpu" first, then OpenCL devices by label.
+    void setBackends(const QStringList& labels, const QStringList& values);
+
+    bool autoRun() const;
+    /// While a run is going: Run disabled, Cancel enabled.
+    void setRunning(bool running);
+
+    // Widgets exposed for tests and keyboard-driven scripts.
+    QComboBox* regimeBox() const { return m_regime; }
+    QSpinBox* dBox() const { return m_d; }
+    QSpinBox* tokensBox() const { return m_tokens; }
+    QSpinBox* queriesBox() const { return m_queries; }
+    QListWidget* schemeList() const { return m_schemes; }
+    QCheckBox* budgetBox(int n) const;
+    QWidget* paramEditor(const QString& key) const;
+    QPushButton* runButton() const { return m_run; }
+    QPushButton* cancelButton() const { return m_cancel; }
+
+signals:
+    void specEdited();
+    void runRequested();
+    void cancelRequested();
+
+private:
+    void rebuildParams(const RegimeParams& values);
+    void refreshSchemeLabels();
+    void addSchemeItem(const SchemeConfig& scheme, bool checked);
+    void edited();
+
+    QComboBox* m_regime = nullptr;
+    QFormLayout* m_params = nullptr;
+    QLabel* m_regimeNote = nullptr;
+    std::vector<std::pair<ParamDesc, QWidget*>> m_paramEditors;
+    QSpinBox* m_d = nullptr;
+    QSpinBox* m_tokens = nullptr;
+    QSpinBox* m_queries = nullptr;
+    QDoubleSpinBox* m_scoreScale = nullptr;
+    QSpinBox* m_firstSeed = nullptr;
+    QSpinBox* m_seedCount = nullptr;
+    QComboBox* m_rng = nullptr;
+    QListWidget* m_schemes = nullptr;
+    std::vector<SchemeConfig> m_schemeConfigs; ///< parallel to the list rows
+    std::vector<QCheckBox*> m_budgets;         ///< n = 2..8
+    QSpinBox* m_topK = nullptr;
+    QComboBox* m_backend = nullptr;
+    QCheckBox* m_autoRun = nullptr;
+    QPushButton* m_run = nullptr;
+    QPushButton* m_cancel = nullptr;
+    ExperimentSpec m_hidden; ///< fields with no widget (name, comparisons, limits) carried through
+};
+
+} // namespace kvlens::widgets

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Routing recall@k and argmax-shift rate against the bit budget, with 95% intervals over seeds.
+#pragma once
+
+#include "widgets/result_view.h"
+
+namespace kvlens::widgets {
+
+/// recall@k (left axis) and the argmax-shift rate (right axis, dashed) against the budget,
+/// one line per scheme, with 95% intervals over seeds.
+class RecallView final : public ResultView {
+    Q_OBJECT
+public:
+    explicit RecallView(QWidget* parent = nullptr);
+    QString viewId() const override { return QStringLiteral("routing_recall"); }
+    QString viewTitle() const override { return QStringLiteral("Routing recall"); }
+    QString viewDescription() const override;
+
+protected:
+    void redraw() override;
+};
+
+} // namespace kvlens::widgets

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Base of the plot views: a row of view options above one exportable figure, fed a ViewData.
+#pragma once
+
+#include "widgets/plot_widget.h"
+#include "widgets/view_data.h"
+
+#include <QHBoxLayout>
+#include <QString>
+#include <QWidget>
+
+namespace kvlens::widgets {
+
+/// A view of a result set. Subclasses build their figure in redraw() from data();
+/// option widgets added with addOption() redraw on change.
+class ResultView : public QWidget {
+    Q_OBJECT
+public:
+    explicit ResultView(QWidget* parent = nullptr);
+
+    /// Stable identifier used for file names ("shannon_phi").
+    virtual QString viewId() const = 0;
+    /// Tab and figure title ("Shannon-φ plane").
+    virtual QString viewTitle() const = 0;
+    /// One sentence on what the view shows, used as its tooltip.
+    virtual QString viewDescription() const = 0;
+
+    /// Shows a snapshot (partial while a run is going, then the final one).
+    void setData(const ViewData& data);
+    const ViewData& data() const { return m_data; }
+
+    /// The exported figure.
+    PlotWidget* plot() const { return m_plot; }
+    /// The plotted data as CSV (what export writes beside the figure).
+    virtual QString dataCsv() const { return m_plot->dataCsv(); }
+    /// Data series currently drawn.
+    int seriesCount() const { return m_plot->seriesCount(); }
+
+protected:
+    /// Rebuilds the figure from data(); called on new data and when an option changes.
+    virtual void redraw() = 0;
+    /// Adds an option widget (combo box, check box) to the row above the plot.
+    void addOption(const QString& label, QWidget* widget);
+    /// Name of scheme `index` of the current results.
+    QString schemeName(int index) const;
+    /// Replots, rescaling axes to the data.
+    void finishPlot();
+
+    PlotWidget* m_plot = nullptr;
+    QVBoxLayout* m_layout = nullptr;
+
+private:
+    QHBoxLayout* m_options = nullptr;
+    ViewData m_data;
+};
+
+} // namespace kvlens::widgets

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The 6D error scatter: trial points in every pair of the six coordinates, or one pair enlarged.
+#pragma once
+
+#include "widgets/result_view.h"
+
+class QComboBox;
+
+namespace kvlens::widgets {
+
+/// Scatter-plot matrix of the trial 6D points (SNR and phi of K, V and T), colour per scheme,
+/// marker per budget; or one chosen pair of coordinates at full size.
+class ScatterMatrixView final : public ResultView {
+    Q_OBJECT
+public:
+    explicit ScatterMatrixView(QWidget* parent = nullptr);
+    QString viewId() const override { return QStringLiteral("scatter_6d"); }
+    QString viewTitle() const override { return QStringLiteral("6D error scatter"); }
+    QString viewDescription() const override;
+
+    /// Shows the whole matrix (true) or the pair chosen by setPair (false).
+    void setMatrix(bool matrix);
+    void setPair(int xCoordinate, int yCoordinate);
+
+protected:
+    void redraw() override;
+
+private:
+    void drawPanel(QCPAxisRect* rect, int xc, int yc, bool legendEntries);
+
+    QComboBox* m_mode = nullptr;
+    QComboBox* m_x = nullptr;
+    QComboBox* m_y = nullptr;
+};
+
+} // namespace kvlens::widgets

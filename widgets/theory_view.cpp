@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Theory view: scatter of measured vs predicted variance, and the ratio table.
+#include "widgets/theory_view.h"
+
+#include "core/io/csv.h"
+
+#include <QHeaderView>
+#include <QSplitter>
+#include <QTableWidget>
+
+#include <cmath>
+#include <numbers>
+
+namespace kvlens::widgets {
+
+namespace {
+
+const char* const kHeaders[] = {"scheme", "n", "Var(ŝ−s) measured", "predicted", "measured / predicted",
+                                "QJL / residual ignored (π/2 = 1.571)", "vs n-bit scalar (2π = 6.283)",
+                                "Jensen σ²/2", "log E[exp(ŝ−s)]"};
+
+const char* const kTooltips[] = {
+    "Scheme.", "Bit budget.", "Variance of the key path's score error over all (query, key) pairs.",
+    "Closed-form prediction from the codebook distortion (n/a for quantizers without one).",
+    "How well the isotropic-error theory holds for this data (1 = exactly).",
+    "Score-error variance with the QJL correction over that of ignoring the residual: about π/2 = 1.571.",
+    "Score-error variance of (n−1)-bit scalar + 1-bit QJL over the n-bit scalar key path: about 2π = 6.283.",
+    "Log inflation of the softmax weights predicted by Jensen for zero-mean noise of this variance.",
+    "Measured log-mean of exp(score error): the actual inflation of the unnormalized weights."};
+
+QString fmt(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 4) : QStringLiteral("n/a");
+}
+
+} // namespace
+
+TheoryView::TheoryView(QWidget* parent)
+    : ResultView(parent)
+{
+    m_table = new QTableWidget(this);
+    m_table->setColumnCount(static_cast<int>(std::size(kHeaders)));
+    for (int c = 0; c < m_table->columnCount(); ++c) {
+        auto* item = new QTableWidgetItem(QString::fromUtf8(kHeaders[c]));
+        item->setToolTip(QString::fromUtf8(kTooltips[c]));
+        m_table->setHorizontalHeaderItem(c, item);
+    }
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_layout->removeWidget(m_plot);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_plot);
+    split->addWidget(m_table);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    m_layout->addWidget(split, 1);
+    setToolTip(viewDescription());
+}
+
+QString TheoryView::viewDescription() const
+{
+    return QStringLiteral("Measured against predicted variance of the score error: QJL on keys costs about π/2 over "
+                          "ignoring the residual and about 2π over the n-bit scalar, and softmax inflates weights by "
+                          "exp(σ²/2).");
+}
+
+QString TheoryView::dataCsv() const
+{
+    if (data().empty() || !data().figures)
+        return QString();
+    CsvWriter csv({"scheme", "budget", "measured_var", "predicted_var", "measured_over_predicted", "qjl_over_base",
+                   "over_scalar", "scalar_partner", "jensen_predicted", "jensen_measured"});
+    for (const TheoryRow& t : data().figures->theory) {
+        csv.add(schemeName(t.scheme).toStdString()).add(t.budget).add(t.measured).add(t.predicted)
+            .add(t.measured / t.predicted).add(t.qjlOverBase).add(t.overScalar)
+            .add(t.scalarPartner >= 0 ? schemeName(t.scalarPartner).toStdString() : std::string())
+            .add(t.jensenPredicted).add(t.jensenMeasured);
+        csv.endRow();
+    }
+    return QString::fromStdString(csv.text());
+}
+
+void TheoryView::redraw()
+{
+    m_plot->resetPlot();
+    m_plot->xAxis->setLabel(QStringLiteral("predicted Var(ŝ−s)"));
+    m_plot->yAxis->setLabel(QStringLiteral("measured Var(ŝ−s)"));
+    PlotWidget::setLogAxis(m_plot->xAxis);
+    PlotWidget::setLogAxis(m_plot->yAxis);
+    m_table->setRowCount(0);
+    if (data().empty() || !data().figures) {
+        m_plot->replot();
+        return;
+    }
+    const auto& budgets = data().results->spec.budgets;
+    const auto& theory = data().figures->theory;
+    double lo = INFINITY, hi = 0.0;
+    for (std::size_t bi = 0; bi < budgets.size(); ++bi) {
+        for (std::size_t s = 0; s < data().results->schemes.size(); ++s) {
+            QVector<double> x, y;
+            for (const TheoryRow& t : theory) {
+                if (t.scheme != static_cast<int>(s) || t.budget != budgets[bi] || !(t.predicted > 0.0)
+                    || !(t.measured > 0.0))
+                    continue;
+                x.push_back(t.predicted);
+                y.push_back(t.measured);
+                lo = std::min({lo, t.predicted, t.measured});
+                hi = std::max({hi, t.predicted, t.measured});
+            }
+            if (x.isEmpty())
+                continue;
+            QCPGraph* g = m_plot->addScatterSeries(
+                QStringLiteral("%1 n=%2").arg(schemeName(static_cast<int>(s))).arg(budgets[bi]),
+                seriesColor(static_cast<int>(s)), seriesShape(static_cast<int>(bi)), 8.0);
+            g->setData(x, y);
+        }
+    }
+    if (hi > 0.0) {
+        lo /= 2.0;
+        hi *= 2.0;
+        m_plot->xAxis->setRange(lo, hi);
+        m_plot->yAxis->setRange(lo, hi);
+        auto* identity = new QCPItemStraightLine(m_plot);
+        identity->point1->setCoords(lo, lo);
+        identity->point2->setCoords(hi, hi);
+        identity->setPen(QPen(Qt::black, 0, Qt::DashLine));
+    }
+    PlotWidget::tuneLogAxis(m_plot->xAxis);
+    PlotWidget::tuneLogAxis(m_plot->yAxis);
+    m_plot->placeLegendBelow(static_cast<int>(data().results->schemes.size()));
+    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+
+    m_table->setRowCount(static_cast<int>(theory.size()));
+    for (int i = 0; i < static_cast<int>(theory.size()); ++i) {
+        const TheoryRow& t = theory[static_cast<std::size_t>(i)];
+        const QString values[] = {schemeName(t.scheme), QString::number(t.budget), fmt(t.measured), fmt(t.predicted),
+                                  fmt(t.measured / t.predicted), fmt(t.qjlOverBase),
+                                  t.scalarPartner >= 0 ? QStringLiteral("%1 (vs %2)").arg(fmt(t.overScalar),
+                                                                                         schemeName(t.scalarPartner))
+                                                       : QStringLiteral("n/a"),
+                                  fmt(t.jensenPredicted), fmt(t.jensenMeasured)};
+        for (int c = 0; c < m_table->columnCount(); ++c)
+            m_table->setItem(i, c, new QTableWidgetItem(values[c]));
+    }
+}
+
+} // namespace kvlens::widgets

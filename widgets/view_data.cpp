@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Derivation of view data from a result set (meant for worker threads).
+#include "widgets/view_data.h"
+
+namespace kvlens::widgets {
+
+ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons)
+{
+    ViewData data;
+    data.partial = !withComparisons;
+    if (!results)
+        return data;
+    data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
+    if (withComparisons)
+        data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(stats::compareSchemes(*results));
+    data.results = std::move(results);
+    return data;
+}
+
+} // namespace kvlens::widgets

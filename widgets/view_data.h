@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the views are fed: an immutable result set plus everything derived from it off the GUI thread.
+#pragma once
+
+#include "core/experiment/result.h"
+#include "core/metrics/figures.h"
+#include "core/stats/comparison.h"
+
+#include <QMetaType>
+
+#include <memory>
+#include <vector>
+
+namespace kvlens::widgets {
+
+/// One snapshot of a run. All parts are immutable and shared between views; `comparisons`
+/// is empty until the run has finished (`partial` is then false).
+struct ViewData {
+    std::shared_ptr<const ResultSet> results;
+    std::shared_ptr<const FigureData> figures;
+    std::shared_ptr<const std::vector<stats::ComparisonRow>> comparisons;
+    bool partial = false;
+
+    bool empty() const { return !results || results->trials.empty(); }
+};
+
+/// Builds the full view data of a finished (or partial) result set: figure data always,
+/// the comparison table only when `withComparisons`. Runs numerics: call it off the GUI thread.
+ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons);
+
+} // namespace kvlens::widgets
+
+Q_DECLARE_METATYPE(kvlens::widgets::ViewData)

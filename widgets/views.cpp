@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// View factory.
+#include "widgets/views.h"
+
+#include "widgets/comparison_view.h"
+#include "widgets/kl_distribution_view.h"
+#include "widgets/recall_view.h"
+#include "widgets/scatter_matrix_view.h"
+#include "widgets/shannon_phi_view.h"
+#include "widgets/theory_view.h"
+
+namespace kvlens::widgets {
+
+std::vector<ResultView*> createViews(QWidget* parent)
+{
+    return {new ShannonPhiView(parent),     new ScatterMatrixView(parent), new KlDistributionView(parent),
+            new RecallView(parent),         new ComparisonView(parent),    new TheoryView(parent)};
+}
+
+} // namespace kvlens::widgets

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The set of result views, in tab order, shared by the window and headless batch export.
+#pragma once
+
+#include "widgets/result_view.h"
+
+#include <vector>
+
+namespace kvlens::widgets {
+
+/// Creates every view (Shannon-phi plane, 6D scatter, KL distributions, routing recall,
+/// comparisons, theory), parented to `parent`.
+std::vector<ResultView*> createViews(QWidget* parent);
+
+} // namespace kvlens::widgets
