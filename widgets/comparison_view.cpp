@@ -116,7 +116,7 @@ void ComparisonView::redraw()
     QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
     int row = 0;
     for (const stats::ComparisonRow& c : *data().comparisons) {
-        if (budget != 0 && c.budget != budget)
+        if (c.point != currentPoint() || (budget != 0 && c.budget != budget))
             continue;
         if (!(c.medianKlRatio > 0.0))
             continue;
@@ -179,7 +179,7 @@ void ComparisonView::fillTable()
     const int budget = m_budget->currentData().toInt();
     QVector<const stats::ComparisonRow*> rows;
     for (const auto& c : *data().comparisons)
-        if (budget == 0 || c.budget == budget)
+        if (c.point == currentPoint() && (budget == 0 || c.budget == budget))
             rows.push_back(&c);
     m_table->setRowCount(static_cast<int>(rows.size()));
     auto number = [](double v, int digits = 4) {

@@ -69,13 +69,13 @@ void KlDistributionView::redraw()
     if (histogram) {
         yMax = 0.0;
         for (const KlDistribution& k : f.kl)
-            if (k.budget == budget)
+            if (k.budget == budget && k.point == currentPoint())
                 for (double v : k.density)
                     yMax = std::max(yMax, v);
     }
     const double markerHeight = histogram ? yMax * 1.08 : 0.0;
     for (const KlDistribution& k : f.kl) {
-        if (k.budget != budget || k.ecdfX.empty())
+        if (k.point != currentPoint() || k.budget != budget || k.ecdfX.empty())
             continue;
         const QColor color = seriesColor(k.scheme);
         const QString name = schemeName(k.scheme);

@@ -188,6 +188,9 @@ void PlotWidget::placeLegendBelow(int columns)
     legend->setBorderPen(Qt::NoPen);
     plotLayout()->addElement(plotLayout()->rowCount(), 0, legend);
     plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
+    // The layout sizes the legend row from its entries' minimum heights, which leave no room
+    // below the last row for descenders: keep a few points of air under it.
+    legend->setMinimumMargins(QMargins(0, 0, 0, 4));
 }
 
 namespace {

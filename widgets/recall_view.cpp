@@ -36,7 +36,8 @@ void RecallView::redraw()
     }
     std::map<int, std::vector<const RecallPoint*>> byScheme;
     for (const RecallPoint& p : data().figures->recall)
-        byScheme[p.scheme].push_back(&p);
+        if (p.point == currentPoint())
+            byScheme[p.scheme].push_back(&p);
     for (const auto& [scheme, points] : byScheme) {
         const QColor color = seriesColor(scheme);
         QVector<double> x, recall, rLow, rHigh, shift, sLow, sHigh;

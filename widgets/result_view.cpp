@@ -5,6 +5,9 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QSignalBlocker>
+
+#include <algorithm>
 
 namespace kvlens::widgets {
 
@@ -16,6 +19,15 @@ ResultView::ResultView(QWidget* parent)
     m_options = new QHBoxLayout;
     m_options->addStretch(1);
     m_layout->addLayout(m_options);
+    m_point = new QComboBox(this);
+    m_point->setToolTip(QStringLiteral("Grid point of the sweep shown in this view."));
+    m_point->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_pointLabel = new QLabel(QStringLiteral("Point:"), this);
+    m_options->insertWidget(0, m_pointLabel);
+    m_options->insertWidget(1, m_point);
+    connect(m_point, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+    m_pointLabel->setVisible(false);
+    m_point->setVisible(false);
     m_plot = new PlotWidget(this);
     m_plot->setMinimumSize(320, 240);
     m_layout->addWidget(m_plot, 1);
@@ -24,12 +36,43 @@ ResultView::ResultView(QWidget* parent)
 void ResultView::setData(const ViewData& data)
 {
     m_data = data;
+    refreshPoints();
     redraw();
+}
+
+void ResultView::refreshPoints()
+{
+    const int points = m_data.results ? m_data.results->spec.pointCount() : 1;
+    const QSignalBlocker block(m_point);
+    const int current = m_point->currentIndex();
+    m_point->clear();
+    for (int p = 0; p < points && m_data.results; ++p)
+        m_point->addItem(QString::fromStdString(m_data.results->spec.pointLabel(p)), p);
+    m_point->setCurrentIndex(current >= 0 && current < points ? current : 0);
+    const bool visible = m_pointSelectable && points > 1;
+    m_point->setVisible(visible);
+    m_pointLabel->setVisible(visible);
+}
+
+int ResultView::currentPoint() const
+{
+    return std::max(0, m_point->currentIndex());
+}
+
+void ResultView::setPoint(int point)
+{
+    m_point->setCurrentIndex(point);
+}
+
+void ResultView::setPointSelectable(bool selectable)
+{
+    m_pointSelectable = selectable;
+    refreshPoints();
 }
 
 void ResultView::addOption(const QString& label, QWidget* widget)
 {
-    const int at = m_options->count() - 1; // before the stretch
+    const int at = m_options->count() - 1; // before the stretch (and after the point selector)
     if (!label.isEmpty()) {
         auto* l = new QLabel(label, this);
         l->setBuddy(widget);

@@ -9,6 +9,9 @@
 #include <QString>
 #include <QWidget>
 
+class QComboBox;
+class QLabel;
+
 namespace kvlens::widgets {
 
 /// A view of a result set. Subclasses build their figure in redraw() from data();
@@ -35,6 +38,10 @@ public:
     virtual QString dataCsv() const { return m_plot->dataCsv(); }
     /// Data series currently drawn.
     int seriesCount() const { return m_plot->seriesCount(); }
+    /// The grid point shown (0 without a sweep).
+    int currentPoint() const;
+    /// Selects the grid point shown.
+    void setPoint(int point);
 
 protected:
     /// Rebuilds the figure from data(); called on new data and when an option changes.
@@ -49,8 +56,16 @@ protected:
     PlotWidget* m_plot = nullptr;
     QVBoxLayout* m_layout = nullptr;
 
+    /// Views that draw every grid point at once hide the point selector.
+    void setPointSelectable(bool selectable);
+
 private:
+    void refreshPoints();
+
     QHBoxLayout* m_options = nullptr;
+    QComboBox* m_point = nullptr;
+    QLabel* m_pointLabel = nullptr;
+    bool m_pointSelectable = true;
     ViewData m_data;
 };
 

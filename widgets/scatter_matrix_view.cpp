@@ -62,7 +62,7 @@ void ScatterMatrixView::drawPanel(QCPAxisRect* rect, int xc, int yc, bool legend
         for (std::size_t s = 0; s < r.schemes.size(); ++s) {
             QVector<double> x, y;
             for (const TrialResult& t : r.trials) {
-                if (t.key.scheme != static_cast<int>(s) || t.key.budget != budgets[bi])
+                if (t.key.point != currentPoint() || t.key.scheme != static_cast<int>(s) || t.key.budget != budgets[bi])
                     continue;
                 const auto v = t.sixD.values();
                 x.push_back(v[static_cast<std::size_t>(xc)]);

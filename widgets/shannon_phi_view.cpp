@@ -56,7 +56,7 @@ void ShannonPhiView::redraw()
         for (std::size_t s = 0; s < r.schemes.size(); ++s) {
             QVector<double> x, y;
             for (const TrialResult& t : r.trials) {
-                if (t.key.scheme != static_cast<int>(s) || t.key.budget != budgets[bi])
+                if (t.key.point != currentPoint() || t.key.scheme != static_cast<int>(s) || t.key.budget != budgets[bi])
                     continue;
                 if (perVector) {
                     const VectorSamples& v = site == 0 ? t.samplesK : site == 1 ? t.samplesV : t.samplesT;

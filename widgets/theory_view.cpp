@@ -69,10 +69,10 @@ QString TheoryView::dataCsv() const
 {
     if (data().empty() || !data().figures)
         return QString();
-    CsvWriter csv({"scheme", "budget", "measured_var", "predicted_var", "measured_over_predicted", "qjl_over_base",
+    CsvWriter csv({"point", "scheme", "budget", "measured_var", "predicted_var", "measured_over_predicted", "qjl_over_base",
                    "over_scalar", "scalar_partner", "jensen_predicted", "jensen_measured"});
     for (const TheoryRow& t : data().figures->theory) {
-        csv.add(schemeName(t.scheme).toStdString()).add(t.budget).add(t.measured).add(t.predicted)
+        csv.add(t.point).add(schemeName(t.scheme).toStdString()).add(t.budget).add(t.measured).add(t.predicted)
             .add(t.measured / t.predicted).add(t.qjlOverBase).add(t.overScalar)
             .add(t.scalarPartner >= 0 ? schemeName(t.scalarPartner).toStdString() : std::string())
             .add(t.jensenPredicted).add(t.jensenMeasured);
@@ -100,8 +100,8 @@ void TheoryView::redraw()
         for (std::size_t s = 0; s < data().results->schemes.size(); ++s) {
             QVector<double> x, y;
             for (const TheoryRow& t : theory) {
-                if (t.scheme != static_cast<int>(s) || t.budget != budgets[bi] || !(t.predicted > 0.0)
-                    || !(t.measured > 0.0))
+                if (t.point != currentPoint() || t.scheme != static_cast<int>(s) || t.budget != budgets[bi]
+                    || !(t.predicted > 0.0) || !(t.measured > 0.0))
                     continue;
                 x.push_back(t.predicted);
                 y.push_back(t.measured);
@@ -132,9 +132,13 @@ void TheoryView::redraw()
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 
-    m_table->setRowCount(static_cast<int>(theory.size()));
-    for (int i = 0; i < static_cast<int>(theory.size()); ++i) {
-        const TheoryRow& t = theory[static_cast<std::size_t>(i)];
+    std::vector<const TheoryRow*> rows;
+    for (const TheoryRow& t : theory)
+        if (t.point == currentPoint())
+            rows.push_back(&t);
+    m_table->setRowCount(static_cast<int>(rows.size()));
+    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+        const TheoryRow& t = *rows[static_cast<std::size_t>(i)];
         const QString values[] = {schemeName(t.scheme), QString::number(t.budget), fmt(t.measured), fmt(t.predicted),
                                   fmt(t.measured / t.predicted), fmt(t.qjlOverBase),
                                   t.scalarPartner >= 0 ? QStringLiteral("%1 (vs %2)").arg(fmt(t.overScalar),

@@ -7,6 +7,7 @@
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
 #include "widgets/shannon_phi_view.h"
+#include "widgets/sweep_view.h"
 #include "widgets/theory_view.h"
 
 namespace kvlens::widgets {
@@ -14,7 +15,8 @@ namespace kvlens::widgets {
 std::vector<ResultView*> createViews(QWidget* parent)
 {
     return {new ShannonPhiView(parent),     new ScatterMatrixView(parent), new KlDistributionView(parent),
-            new RecallView(parent),         new ComparisonView(parent),    new TheoryView(parent)};
+            new RecallView(parent),         new ComparisonView(parent),    new TheoryView(parent),
+            new SweepView(parent)};
 }
 
 } // namespace kvlens::widgets

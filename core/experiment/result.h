@@ -82,6 +82,9 @@ struct ResultSet {
     std::string backend;                  ///< what actually ran ("cpu", "opencl: <device>", "cpu (fallback: ...)")
     std::string regimeNote;               ///< the regime's note for the first seed
 
+    /// The spec of grid point `point` (spec.pointSpec).
+    ExperimentSpec pointSpec(int point) const { return spec.pointSpec(point); }
+
     /// The trial with this identity, or nullptr.
     const TrialResult* find(int point, int scheme, int budget, int seedIndex) const;
 };

@@ -25,7 +25,9 @@ double physicalMemoryBytes()
     return pages > 0 && pageSize > 0 ? static_cast<double>(pages) * static_cast<double>(pageSize) : 0.0;
 }
 
-MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency)
+namespace {
+
+MemoryEstimate estimatePoint(const ExperimentSpec& spec, int concurrency)
 {
     const double d = spec.d, n = spec.tokens, q = spec.queries, cal = spec.calibrationRows();
     const double dp = static_cast<double>(paddedDimension(static_cast<std::size_t>(spec.d)));
@@ -51,6 +53,21 @@ MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency)
     return e;
 }
 
+} // namespace
+
+MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency)
+{
+    // The largest grid point decides the working set; results add up over every point.
+    MemoryEstimate total;
+    total.concurrency = std::max(1, concurrency);
+    for (int p = 0; p < spec.pointCount(); ++p) {
+        const MemoryEstimate e = estimatePoint(spec.pointSpec(p), concurrency);
+        total.perGroupBytes = std::max(total.perGroupBytes, e.perGroupBytes);
+        total.resultBytes += e.resultBytes;
+    }
+    return total;
+}
+
 namespace {
 
 std::string megabytes(double bytes)
@@ -68,7 +85,11 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
 {
     const auto start = std::chrono::steady_clock::now();
     const int seeds = spec.seedCount;
-    const int points = 1;
+    const int points = spec.pointCount();
+    std::vector<ExperimentSpec> pointSpecs;
+    pointSpecs.reserve(static_cast<std::size_t>(points));
+    for (int p = 0; p < points; ++p)
+        pointSpecs.push_back(spec.pointSpec(p));
     const long long groupCount = static_cast<long long>(points) * seeds;
     const int threads = static_cast<int>(std::max<long long>(1, std::min<long long>(backend.concurrency(), groupCount)));
 
@@ -81,7 +102,7 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                                             + megabytes(estimate.resultBytes) + " of results), above the limit of "
                                             + megabytes(limit) + "; reduce d, tokens, queries or seeds"};
 
-    const int budgetCount = static_cast<int>(spec.budgets.size());
+    const int budgetCount = static_cast<int>(pointSpecs.front().budgets.size());
     const int schemeCount = static_cast<int>(spec.schemes.size());
     const long long total = spec.trialCount();
     auto slot = [&](int point, int budgetIndex, int schemeIndex, int seedIndex) {
@@ -119,7 +140,8 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                     return;
                 const int point = static_cast<int>(g / seeds);
                 const int seedIndex = static_cast<int>(g % seeds);
-                auto group = prepareTrialGroup(spec, point, seedIndex, backend);
+                const ExperimentSpec& pointSpec = pointSpecs[static_cast<std::size_t>(point)];
+                auto group = prepareTrialGroup(pointSpec, point, seedIndex, backend);
                 if (!group) {
                     const std::lock_guard lock(mutex);
                     if (!failure)
@@ -135,7 +157,8 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                     for (int s = 0; s < schemeCount; ++s) {
                         if (isCancelled())
                             return;
-                        TrialResult trial = runTrial(spec, *group, s, spec.budgets[static_cast<std::size_t>(b)], backend);
+                        TrialResult trial =
+                            runTrial(pointSpec, *group, s, pointSpec.budgets[static_cast<std::size_t>(b)], backend);
                         const auto at = static_cast<std::size_t>(slot(point, b, s, seedIndex));
                         const std::lock_guard lock(mutex);
                         slots[at] = std::move(trial);

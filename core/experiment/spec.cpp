@@ -5,6 +5,7 @@
 #include "core/common/format.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <set>
 
@@ -20,7 +21,80 @@ int ExperimentSpec::calibrationRows() const
 
 long long ExperimentSpec::trialCount() const
 {
-    return static_cast<long long>(schemes.size()) * static_cast<long long>(budgets.size()) * seedCount;
+    return static_cast<long long>(pointCount()) * static_cast<long long>(schemes.size())
+           * static_cast<long long>(budgets.size()) * seedCount;
+}
+
+std::vector<const SweepAxis*> ExperimentSpec::gridAxes() const
+{
+    std::vector<const SweepAxis*> axes;
+    for (const auto& a : sweep)
+        axes.push_back(&a);
+    return axes;
+}
+
+int ExperimentSpec::pointCount() const
+{
+    long long count = 1;
+    for (const SweepAxis* a : gridAxes())
+        count = std::min<long long>(count * static_cast<long long>(a->values.size()), 1LL << 40);
+    return static_cast<int>(std::min<long long>(count, std::numeric_limits<int>::max()));
+}
+
+std::vector<double> ExperimentSpec::pointValues(int point) const
+{
+    // Mixed radix, the last axis fastest.
+    const auto axes = gridAxes();
+    std::vector<double> values(axes.size());
+    long long rest = point;
+    for (std::size_t i = axes.size(); i-- > 0;) {
+        const auto n = static_cast<long long>(axes[i]->values.size());
+        values[i] = n > 0 ? axes[i]->values[static_cast<std::size_t>(rest % n)] : 0.0;
+        rest = n > 0 ? rest / n : 0;
+    }
+    return values;
+}
+
+namespace {
+
+/// Applies one swept value to a spec.
+void applySweepValue(ExperimentSpec& s, const std::string& parameter, double v)
+{
+    if (parameter == "d")
+        s.d = static_cast<int>(v);
+    else if (parameter == "tokens")
+        s.tokens = static_cast<int>(v);
+    else if (parameter == "queries")
+        s.queries = static_cast<int>(v);
+    else if (parameter == "score_scale")
+        s.scoreScale = v;
+    else if (parameter.rfind("regime.", 0) == 0)
+        s.regimeParams[parameter.substr(7)] = v;
+}
+
+} // namespace
+
+ExperimentSpec ExperimentSpec::pointSpec(int point) const
+{
+    ExperimentSpec s = *this;
+    s.sweep.clear();
+    const auto axes = gridAxes();
+    const auto values = pointValues(point);
+    for (std::size_t i = 0; i < axes.size(); ++i)
+        applySweepValue(s, axes[i]->parameter, values[i]);
+    return s;
+}
+
+std::string ExperimentSpec::pointLabel(int point) const
+{
+    const auto axes = gridAxes();
+    const auto values = pointValues(point);
+    std::string label;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        std::string name = axes[i]->parameter.rfind("regime.", 0) == 0 ? axes[i]->parameter.substr(7) : axes[i]->parameter;
+        label += (label.empty() ? "" : ", ") + name + " = " + formatNumber(values[i]);
+    }
+    return label;
 }
 
 ExperimentSpec defaultSpec()
@@ -80,6 +154,70 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given)
     if (!params)
         return params.error();
     spec.regimeParams = std::move(params).value();
+
+    // The sweep: known parameters, values that pass the same checks as the fields they set.
+    // Axes are kept sorted by name (as JSON objects are), so the grid order is canonical.
+    std::sort(spec.sweep.begin(), spec.sweep.end(),
+              [](const SweepAxis& a, const SweepAxis& b) { return a.parameter < b.parameter; });
+    std::set<std::string> seenAxes;
+    long long points = 1;
+    for (const SweepAxis& axis : spec.sweep) {
+        const std::string field = "sweep." + axis.parameter;
+        const bool known = axis.parameter == "d" || axis.parameter == "tokens" || axis.parameter == "queries"
+                           || axis.parameter == "score_scale" || axis.parameter == "budget"
+                           || axis.parameter.rfind("regime.", 0) == 0;
+        if (!known)
+            return Error{field, "cannot be swept (sweepable: regime.<parameter>, d, tokens, queries, score_scale, budget)"};
+        if (!seenAxes.insert(axis.parameter).second)
+            return Error{field, "is swept twice"};
+        if (axis.values.empty())
+            return Error{field, "give at least one value"};
+        points *= static_cast<long long>(axis.values.size());
+        if (points > L::kMaxPoints)
+            return Error{"sweep", "the grid has more than " + std::to_string(L::kMaxPoints) + " points"};
+    }
+    if (!spec.sweep.empty()) {
+        ExperimentSpec base = spec;
+        base.sweep.clear();
+        for (const SweepAxis& axis : spec.sweep) {
+            for (std::size_t k = 0; k < axis.values.size(); ++k) {
+                ExperimentSpec one = base;
+                const double v = axis.values[k];
+                const std::string field = "sweep." + axis.parameter + "[" + std::to_string(k) + "]";
+                if (axis.parameter == "budget") {
+                    one.budgets = {static_cast<int>(v)};
+                    if (v != std::floor(v))
+                        return Error{field, "must be an integer in [2, 8], got " + num(v)};
+                } else {
+                    applySweepValue(one, axis.parameter, v);
+                    const bool integral = axis.parameter == "d" || axis.parameter == "tokens" || axis.parameter == "queries";
+                    if (integral && v != std::floor(v))
+                        return Error{field, "must be an integer, got " + num(v)};
+                }
+                if (axis.parameter.rfind("regime.", 0) == 0) {
+                    const Regime* r = findRegime(one.regime);
+                    const std::string key = axis.parameter.substr(7);
+                    const auto& descs = r ? r->params() : std::vector<ParamDesc>{};
+                    const auto it = std::find_if(descs.begin(), descs.end(), [&](const ParamDesc& p) { return p.key == key; });
+                    if (it == descs.end() || it->kind == ParamDesc::Kind::Choice || it->kind == ParamDesc::Kind::Text)
+                        return Error{"sweep." + axis.parameter, "is not a numeric parameter of regime '" + one.regime + "'"};
+                }
+                auto checked = normalizeSpec(one);
+                if (!checked)
+                    return Error{field, checked.error().field + " " + checked.error().message};
+            }
+        }
+    }
+
+    // Budget is already a trial dimension: a swept budget is the budget list.
+    if (const auto it = std::find_if(spec.sweep.begin(), spec.sweep.end(),
+                                     [](const SweepAxis& a) { return a.parameter == "budget"; });
+        it != spec.sweep.end()) {
+        spec.budgets.clear();
+        for (double v : it->values)
+            spec.budgets.push_back(static_cast<int>(v));
+        spec.sweep.erase(it);
+    }
 
     if (spec.budgets.empty())
         return Error{"budgets", "give at least one budget in [" + std::to_string(L::kMinBudget) + ", "

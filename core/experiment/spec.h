@@ -30,6 +30,15 @@ struct ComparisonOptions {
     bool operator==(const ComparisonOptions&) const = default;
 };
 
+/// One swept parameter: "regime.<name>" (a numeric regime parameter), "d", "tokens",
+/// "queries" or "score_scale", with its values. ("budget" is accepted in a spec and becomes
+/// the budget list when the spec is normalized: budgets are already a trial dimension.)
+struct SweepAxis {
+    std::string parameter;
+    std::vector<double> values;
+    bool operator==(const SweepAxis&) const = default;
+};
+
 /// A run: regime (with parameters), sizes, schemes, budgets, seeds, engine, backend
 /// (design section 7). Trials walk regime x budget x scheme x seed.
 struct ExperimentSpec {
@@ -51,14 +60,26 @@ struct ExperimentSpec {
     MetricOptions metrics;
     ComparisonOptions comparisons;
     double memoryLimitMb = 0.0;         ///< refuse runs estimated above this (0: half of physical memory)
+    std::vector<SweepAxis> sweep;       ///< grid axes; the run is their Cartesian product (none: one point)
 
     bool operator==(const ExperimentSpec&) const = default;
+
+    /// Grid points: the product of the sweep axes' sizes (1 without a sweep).
+    int pointCount() const;
+    /// The spec of grid point `point`: the base with that point's values applied, no sweep.
+    ExperimentSpec pointSpec(int point) const;
+    /// The swept values of a point, in axis order.
+    std::vector<double> pointValues(int point) const;
+    /// "nu = 1.5, d = 128" (empty without a sweep).
+    std::string pointLabel(int point) const;
+    /// The axes that define grid points.
+    std::vector<const SweepAxis*> gridAxes() const;
 
     /// The seed of the i-th seed slot.
     std::uint64_t seed(int index) const { return firstSeed + static_cast<std::uint64_t>(index); }
     /// Calibration rows actually drawn: 0 when no scheme needs calibration.
     int calibrationRows() const;
-    /// Total number of trials.
+    /// Total number of trials over every grid point.
     long long trialCount() const;
 };
 
@@ -80,6 +101,7 @@ struct SpecLimits {
     static constexpr double kMaxScoreScale = 1000.0;
     static constexpr int kMaxSampleCap = 1 << 20;
     static constexpr int kMaxResamples = 1000000;
+    static constexpr int kMaxPoints = 100000;
 };
 
 } // namespace kvlens

@@ -233,6 +233,12 @@ json toJson(const ExperimentSpec& s)
     j["comparisons"] = {{"pairs", pairs}, {"bootstrap", s.comparisons.bootstrap},
                         {"permutations", s.comparisons.permutations}};
     j["memory_limit_mb"] = s.memoryLimitMb;
+    if (!s.sweep.empty()) {
+        json sweep = json::object();
+        for (const auto& axis : s.sweep)
+            sweep[axis.parameter] = axis.values;
+        j["sweep"] = sweep;
+    }
     return j;
 }
 
@@ -240,7 +246,7 @@ ExperimentSpec fromJson(const json& j)
 {
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
-                      "comparisons", "memory_limit_mb"});
+                      "comparisons", "memory_limit_mb", "sweep"});
     ExperimentSpec s;
     s.schemes.clear();
     if (j.contains("kvlens_spec")) {
@@ -353,6 +359,22 @@ ExperimentSpec fromJson(const json& j)
     }
     if (j.contains("memory_limit_mb"))
         s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
+    if (j.contains("sweep")) {
+        const json& sweep = j["sweep"];
+        if (!sweep.is_object())
+            throw FieldError{"sweep", "must be an object {\"parameter\": [values...]}"};
+        for (const auto& [key, values] : sweep.items()) {
+            const std::string name = key == "N" ? "tokens" : key == "Q" ? "queries" : key;
+            const std::string field = "sweep." + name;
+            if (!values.is_array())
+                throw FieldError{field, "must be an array of numbers"};
+            SweepAxis axis;
+            axis.parameter = name;
+            for (std::size_t i = 0; i < values.size(); ++i)
+                axis.values.push_back(getNumber(values[i], field + "[" + std::to_string(i) + "]"));
+            s.sweep.push_back(std::move(axis));
+        }
+    }
     return s;
 }
 

@@ -16,15 +16,40 @@ const std::string& schemeName(const ResultSet& r, int index)
 
 } // namespace
 
+std::vector<std::string> sweepColumns(const ExperimentSpec& spec)
+{
+    std::vector<std::string> columns;
+    for (const SweepAxis* axis : spec.gridAxes())
+        columns.push_back(axis->parameter);
+    return columns;
+}
+
+void addSweepValues(CsvWriter& csv, const ExperimentSpec& spec, int point)
+{
+    for (double v : spec.pointValues(point))
+        csv.add(v);
+}
+
+std::vector<std::string> withSweepColumns(const ExperimentSpec& spec, std::vector<std::string> before,
+                                          const std::vector<std::string>& after)
+{
+    for (auto& c : sweepColumns(spec))
+        before.push_back(std::move(c));
+    before.insert(before.end(), after.begin(), after.end());
+    return before;
+}
+
 std::string summaryCsv(const ResultSet& results)
 {
-    CsvWriter csv({"regime", "point", "scheme", "budget", "bits_k", "bits_v", "bits_total", "trials", "queries",
+    CsvWriter csv(withSweepColumns(results.spec, {"regime", "point"}, {"scheme", "budget", "bits_k", "bits_v", "bits_total", "trials", "queries",
                    "kl_mean", "kl_median", "kl_p99", "kl_max", "recall_mean", "argmax_shift_rate", "snr_k", "phi_k",
                    "snr_v", "phi_v", "snr_t", "phi_t", "rel_mse_k", "rel_mse_v", "fisher_mean", "a2_mean",
                    "score_err_var", "score_err_var_base", "score_err_var_pred", "log_mean_exp_score_err", "entropy_mean",
-                   "saturated_norms"});
+                   "saturated_norms"}));
     for (const SummaryRow& r : summarize(results)) {
-        csv.add(results.spec.regime).add(r.point).add(schemeName(results, r.scheme)).add(r.budget);
+        csv.add(results.spec.regime).add(r.point);
+        addSweepValues(csv, results.spec, r.point);
+        csv.add(schemeName(results, r.scheme)).add(r.budget);
         csv.add(r.bits.key).add(r.bits.value).add(r.bits.total()).add(r.trials).add(r.queries);
         csv.add(r.klMean).add(r.klMedian).add(r.klP99).add(r.klMax).add(r.recallMean).add(r.argmaxShiftRate);
         for (double v : r.sixD.values())
@@ -40,14 +65,15 @@ std::string summaryCsv(const ResultSet& results)
 
 std::string trialsCsv(const ResultSet& results)
 {
-    CsvWriter csv({"point", "scheme", "budget", "seed", "snr_k", "phi_k", "snr_v", "phi_v", "snr_t", "phi_t",
+    CsvWriter csv(withSweepColumns(results.spec, {"point"}, {"scheme", "budget", "seed", "snr_k", "phi_k", "snr_v", "phi_v", "snr_t", "phi_t",
                    "rel_mse_k", "rel_mse_v", "raw_mse_k", "score_err_mean", "score_err_var", "score_err_var_base",
                    "score_err_var_pred", "log_mean_exp_score_err", "entropy_mean", "bits_k", "bits_v", "saturated_norms",
                    "ms_key_path",
-                   "ms_value_path", "ms_attention", "ms_metrics"});
+                   "ms_value_path", "ms_attention", "ms_metrics"}));
     for (const TrialResult& t : results.trials) {
-        csv.add(t.key.point).add(schemeName(results, t.key.scheme)).add(t.key.budget)
-            .add(static_cast<unsigned long long>(t.key.seed));
+        csv.add(t.key.point);
+        addSweepValues(csv, results.spec, t.key.point);
+        csv.add(schemeName(results, t.key.scheme)).add(t.key.budget).add(static_cast<unsigned long long>(t.key.seed));
         for (double v : t.sixD.values())
             csv.add(v);
         csv.add(t.relMseK).add(t.relMseV).add(t.rawMseK).add(t.scoreErrorMean).add(t.scoreErrorVar)
@@ -62,11 +88,14 @@ std::string trialsCsv(const ResultSet& results)
 
 std::string queriesCsv(const ResultSet& results)
 {
-    CsvWriter csv({"point", "scheme", "budget", "seed", "query", "kl", "recall", "argmax_shift", "fisher",
-                   "a2_value_error", "snr_t", "phi_t", "rel_mse_t", "d2"});
+    CsvWriter csv(withSweepColumns(results.spec, {"point"},
+                                   {"scheme", "budget", "seed", "query", "kl", "recall", "argmax_shift", "fisher",
+                                    "a2_value_error", "snr_t", "phi_t", "rel_mse_t", "d2"}));
     for (const TrialResult& t : results.trials) {
         for (std::size_t q = 0; q < t.kl.size(); ++q) {
-            csv.add(t.key.point).add(schemeName(results, t.key.scheme)).add(t.key.budget)
+            csv.add(t.key.point);
+            addSweepValues(csv, results.spec, t.key.point);
+            csv.add(schemeName(results, t.key.scheme)).add(t.key.budget)
                 .add(static_cast<unsigned long long>(t.key.seed)).add(static_cast<long long>(q));
             csv.add(t.kl[q]).add(t.recall[q]).add(static_cast<long long>(t.argmaxShift[q])).add(t.fisher[q])
                 .add(t.a2[q]).add(t.snrT[q]).add(t.phiT[q]).add(t.relMseT[q]).add(t.d2[q]);
@@ -86,11 +115,19 @@ std::string summaryText(const ResultSet& results)
 {
     std::string out;
     char line[320];
+    const bool sweep = results.spec.pointCount() > 1;
+    if (sweep)
+        out += "grid points: " + std::to_string(results.spec.pointCount()) + "\n";
     std::snprintf(line, sizeof line, "%-12s %2s %7s %7s %11s %11s %11s %7s %7s %7s %7s %7s %7s\n", "scheme", "n",
                   "bits_k", "bits_v", "kl_mean", "kl_p99", "kl_max", "recall", "snr_k", "phi_k", "snr_v", "phi_v",
                   "phi_t");
-    out += line;
+    out += (sweep ? std::string("point                ") : std::string()) + line;
     for (const SummaryRow& r : summarize(results)) {
+        if (sweep) {
+            char label[32];
+            std::snprintf(label, sizeof label, "%-20.20s ", results.spec.pointLabel(r.point).c_str());
+            out += label;
+        }
         std::snprintf(line, sizeof line, "%-12s %2d %7.3f %7.3f %11.4e %11.4e %11.4e %7.4f %7.2f %7.4f %7.2f %7.4f %7.4f\n",
                       schemeName(results, r.scheme).c_str(), r.budget, r.bits.key, r.bits.value, r.klMean, r.klP99,
                       r.klMax, r.recallMean, r.sixD.snrK, r.sixD.phiK, r.sixD.snrV, r.sixD.phiV, r.sixD.phiT);

@@ -5,8 +5,19 @@
 #include "core/experiment/result.h"
 
 #include <string>
+#include <vector>
 
 namespace kvlens {
+
+class CsvWriter;
+
+/// Header names of the swept parameters (one column per sweep axis, after "point").
+std::vector<std::string> sweepColumns(const ExperimentSpec& spec);
+/// Writes a grid point's swept values (one per sweep axis).
+void addSweepValues(CsvWriter& csv, const ExperimentSpec& spec, int point);
+/// `before`, the sweep columns, then `after`.
+std::vector<std::string> withSweepColumns(const ExperimentSpec& spec, std::vector<std::string> before,
+                                          const std::vector<std::string>& after);
 
 /// One row per (point, scheme, budget): KL mean/median/p99/max, recall, argmax-shift rate,
 /// 6D means, relMSE, proxies, score-error theory, bit accounting.

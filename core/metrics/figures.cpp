@@ -136,6 +136,33 @@ FigureData buildFigureData(const ResultSet& results)
         r.recall = seedInterval(recall);
         r.argmaxShift = seedInterval(shift);
         f.recall.push_back(r);
+
+        SweepCell cell;
+        cell.point = point;
+        cell.scheme = scheme;
+        cell.budget = budget;
+        cell.recall = r.recall;
+        cell.argmaxShift = r.argmaxShift;
+        std::vector<double> klMeans, klP99s;
+        std::array<std::vector<double>, 6> six;
+        double bits = 0.0;
+        for (const TrialResult* t : trials) {
+            double sum = 0.0;
+            for (float v : t->kl)
+                sum += v;
+            klMeans.push_back(t->kl.empty() ? 0.0 : sum / static_cast<double>(t->kl.size()));
+            klP99s.push_back(t->kl.empty() ? 0.0 : quantile(t->kl, 0.99));
+            const auto values = t->sixD.values();
+            for (std::size_t c = 0; c < 6; ++c)
+                six[c].push_back(values[c]);
+            bits += t->bits.total();
+        }
+        cell.klMean = seedInterval(klMeans);
+        cell.klP99 = seedInterval(klP99s);
+        for (std::size_t c = 0; c < 6; ++c)
+            cell.sixD[c] = seedInterval(six[c]);
+        cell.bitsTotal = bits / static_cast<double>(trials.size());
+        f.sweep.push_back(cell);
     }
 
     // Theory rows follow the summary; partners are found among the summary rows of the same point and budget.

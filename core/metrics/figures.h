@@ -5,6 +5,7 @@
 #include "core/experiment/result.h"
 #include "core/metrics/summary.h"
 
+#include <array>
 #include <span>
 #include <vector>
 
@@ -49,6 +50,15 @@ struct TheoryRow {
     double jensenMeasured = 0.0;  ///< measured log E[exp(ds)]
 };
 
+/// Every reported metric of one (point, scheme, budget) with its 95% interval over seeds,
+/// for plotting against a swept parameter.
+struct SweepCell {
+    int point = 0, scheme = 0, budget = 0;
+    Interval klMean, klP99, recall, argmaxShift;
+    std::array<Interval, 6> sixD;   ///< SNR_K, phi_K, SNR_V, phi_V, SNR_T, phi_T
+    double bitsTotal = 0.0;         ///< bits per coordinate of the whole cache
+};
+
 /// The drawable content of a result set.
 struct FigureData {
     std::vector<SummaryRow> summary;
@@ -56,6 +66,7 @@ struct FigureData {
     std::vector<KlDistribution> kl;
     std::vector<RecallPoint> recall;
     std::vector<TheoryRow> theory;
+    std::vector<SweepCell> sweep;
     double meanEntropy = 0.0;                 ///< of the exact attention, nats
 };
 

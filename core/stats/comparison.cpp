@@ -3,6 +3,7 @@
 #include "core/stats/comparison.h"
 
 #include "core/io/csv.h"
+#include "core/io/result_tables.h"
 #include "core/rng/rng.h"
 #include "core/stats/bootstrap.h"
 #include "core/stats/energy.h"
@@ -174,13 +175,15 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
 
 std::string comparisonsCsv(const ResultSet& results, const std::vector<ComparisonRow>& rows)
 {
-    CsvWriter csv({"regime", "point", "budget", "scheme_a", "scheme_b", "queries", "paired", "median_kl_a",
+    CsvWriter csv(withSweepColumns(results.spec, {"regime", "point"}, {"budget", "scheme_a", "scheme_b", "queries", "paired", "median_kl_a",
                    "median_kl_b", "median_kl_ratio", "ratio_ci_low", "ratio_ci_high", "test", "p", "log10_p", "p_holm",
                    "log10_p_holm", "mw_u", "rank_biserial", "mw_p", "log10_mw_p", "wilcoxon_w", "wilcoxon_p",
-                   "log10_wilcoxon_p", "ks_d", "ks_p", "energy", "energy_p"});
+                   "log10_wilcoxon_p", "ks_d", "ks_p", "energy", "energy_p"}));
     const double toLog10 = 1.0 / std::numbers::ln10;
     for (const ComparisonRow& r : rows) {
-        csv.add(results.spec.regime).add(r.point).add(r.budget);
+        csv.add(results.spec.regime).add(r.point);
+        addSweepValues(csv, results.spec, r.point);
+        csv.add(r.budget);
         csv.add(results.schemes[static_cast<std::size_t>(r.schemeA)].name);
         csv.add(results.schemes[static_cast<std::size_t>(r.schemeB)].name);
         csv.add(static_cast<long long>(r.queries)).add(r.paired ? "yes" : "no");
@@ -216,13 +219,15 @@ std::string comparisonsText(const ResultSet& results, const std::vector<Comparis
 {
     std::string out;
     char line[256];
-    std::snprintf(line, sizeof line, "%-26s %2s %9s %21s %-8s %9s %9s %7s %6s %8s\n", "comparison (A vs B)", "n",
+    std::snprintf(line, sizeof line, "%-34s %2s %9s %21s %-8s %9s %9s %7s %6s %8s\n", "comparison (A vs B)", "n",
                   "KL ratio", "95% interval", "test", "p", "p_holm", "r", "ks_d", "energy_p");
     out += line;
     for (const ComparisonRow& r : rows) {
-        const std::string pair = results.schemes[static_cast<std::size_t>(r.schemeA)].name + " vs "
-                                 + results.schemes[static_cast<std::size_t>(r.schemeB)].name;
-        std::snprintf(line, sizeof line, "%-26s %2d %9.4g [%9.4g, %9.4g] %-8s %9s %9s %+7.3f %6.3f %8.3g\n",
+        std::string pair = results.schemes[static_cast<std::size_t>(r.schemeA)].name + " vs "
+                           + results.schemes[static_cast<std::size_t>(r.schemeB)].name;
+        if (results.spec.pointCount() > 1)
+            pair = "[" + results.spec.pointLabel(r.point) + "] " + pair;
+        std::snprintf(line, sizeof line, "%-34s %2d %9.4g [%9.4g, %9.4g] %-8s %9s %9s %+7.3f %6.3f %8.3g\n",
                       pair.c_str(), r.budget, r.medianKlRatio, r.ratioLow, r.ratioHigh,
                       r.test == "wilcoxon" ? "wilcoxon" : "mw", pText(r.p).c_str(), pText(r.pHolm).c_str(),
                       r.rankBiserial, r.ksD, r.energyP);

@@ -43,10 +43,10 @@ private slots:
         QVERIFY(!window.isRunning());
         QCOMPARE(window.lastData().results->trials.size(), std::size_t{3 * 2 * 2});
         QVERIFY(window.lastData().comparisons);
-        QCOMPARE(window.views().size(), std::size_t{6});
+        QCOMPARE(window.views().size(), std::size_t{7});
         // Expected series per view for 3 schemes x 2 budgets.
         const std::map<QString, int> expected = {{"shannon_phi", 6}, {"scatter_6d", 180}, {"kl_distribution", 12},
-                                                 {"routing_recall", 6}, {"theory", 6}};
+                                                 {"routing_recall", 6}, {"theory", 6}, {"sweep", 3}};  // sweep: one line per scheme against n
         for (widgets::ResultView* v : window.views()) {
             const auto it = expected.find(v->viewId());
             if (it != expected.end())
@@ -116,7 +116,7 @@ private slots:
                                            + QString::fromStdString(spec.ok() ? std::string() : spec.error().text())));
         }
         // The ones the GUI issue names.
-        for (const char* required : {"default.json", "paper_a.json", "low_rank_d1024.json", "budget_crossover.json"})
+        for (const char* required : {"default.json", "paper_a.json", "low_rank_d1024.json", "budget_crossover.json", "heavy_tail_sweep.json"})
             QVERIFY2(files.contains(QLatin1String(required)), required);
     }
 };

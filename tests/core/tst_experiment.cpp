@@ -169,6 +169,23 @@ private slots:
         QVERIFY(row(hRows, h, "KV", 4).sixD.phiK > row(hRows, h, "KQV", 4).sixD.phiK);
     }
 
+    void sweepRunsEveryPoint()
+    {
+        // d is swept: under the WHT, d = 96 is padded to 128 stored coordinates, which the bit
+        // accounting shows; the trials of each point use that point's sizes.
+        const auto spec = makeSpec(R"({"d": 64, "tokens": 128, "queries": 8, "budgets": [4], "seeds": {"count": 2},
+                                      "schemes": ["TQ-KV"], "sweep": {"d": [64, 96]}})");
+        const ResultSet r = run(spec);
+        QCOMPARE(r.trials.size(), std::size_t{4});
+        for (const TrialResult& t : r.trials) {
+            const double expected = t.key.point == 0 ? (4.0 * 64 + 16) / 64 : (4.0 * 128 + 16) / 96;
+            KVLENS_COMPARE_ABS(t.bits.key, expected, 1e-12);
+        }
+        // Seeds do not depend on the grid point (common random numbers across the sweep).
+        QCOMPARE(r.trials[0].key.seed, r.trials[2].key.seed);
+        QCOMPARE(summarize(r).size(), std::size_t{2});
+    }
+
     void resultsCarryAccountingAndSamples()
     {
         const auto spec = makeSpec(R"({"d": 128, "tokens": 300, "queries": 10, "budgets": [4], "seeds": {"count": 1},

@@ -114,6 +114,14 @@ private slots:
         QTest::newRow("unknown key") << R"({"tokenz": 5})" << "tokenz" << "unknown key";
         QTest::newRow("version") << R"({"kvlens_spec": 2})" << "kvlens_spec" << "version 2";
         QTest::newRow("not json") << R"({"d": )" << "" << "not valid JSON";
+        QTest::newRow("sweep unknown") << R"({"sweep": {"rank": [1, 2]}})" << "sweep.rank" << "cannot be swept";
+        QTest::newRow("sweep choice param") << R"({"regime": "heavy_tail", "sweep": {"regime.mode": [1]}})"
+                                            << "sweep.regime.mode" << "not a numeric parameter";
+        QTest::newRow("sweep bad value") << R"({"regime": "heavy_tail", "sweep": {"regime.nu": [5, 0.5]}})"
+                                         << "sweep.regime.nu[1]" << "regime.nu must be in [1.05, 100], got 0.5";
+        QTest::newRow("sweep d not integer") << R"({"sweep": {"d": [64, 64.5]}})" << "sweep.d[1]" << "integer";
+        QTest::newRow("sweep empty") << R"({"sweep": {"queries": []}})" << "sweep.queries" << "at least one";
+        QTest::newRow("sweep budget") << R"({"sweep": {"budget": [2, 9]}})" << "sweep.budget[1]" << "[2, 8]";
     }
     void invalidFieldsAreNamed()
     {
@@ -124,6 +132,27 @@ private slots:
         QVERIFY2(!spec.ok(), qPrintable(json));
         QCOMPARE(QString::fromStdString(spec.error().field), field);
         QVERIFY2(QString::fromStdString(spec.error().message).contains(mention), spec.error().message.c_str());
+    }
+
+    void sweepGrid()
+    {
+        const auto spec = specFromJson(R"({"regime": "heavy_tail", "sweep": {"regime.nu": [5, 1.5], "d": [64, 96, 128],
+                                          "budget": [3, 4]}, "seeds": {"count": 2}})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        // The budget axis became the budget list; the grid is d x nu (axes sorted by name, last fastest).
+        QCOMPARE(spec->budgets, (std::vector<int>{3, 4}));
+        QCOMPARE(spec->sweep.size(), std::size_t{2});
+        QCOMPARE(spec->pointCount(), 6);
+        QCOMPARE(spec->trialCount(), 6LL * 3 * 2 * 2);
+        QCOMPARE(spec->pointValues(1), (std::vector<double>{64, 1.5}));
+        QCOMPARE(spec->pointValues(4), (std::vector<double>{128, 5}));
+        QCOMPARE(spec->pointLabel(5), std::string("d = 128, nu = 1.5"));
+        const ExperimentSpec p = spec->pointSpec(3);
+        QCOMPARE(p.d, 96);
+        QCOMPARE(paramNumber(p.regimeParams, "nu"), 1.5);
+        QVERIFY(p.sweep.empty());
+        // Round trip keeps the grid.
+        QVERIFY(*specFromJson(specToJson(*spec)) == *spec);
     }
 
     void missingFileIsNamed()

@@ -8,6 +8,7 @@
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
 #include "widgets/shannon_phi_view.h"
+#include "widgets/sweep_view.h"
 #include "widgets/theory_view.h"
 #include "widgets/views.h"
 
@@ -126,6 +127,35 @@ private slots:
         theory.setData(m_data);
         QCOMPARE(theory.table()->rowCount(), 3 * 2);
         QCOMPARE(theory.seriesCount(), 2 * 2); // KIVI has no closed-form prediction
+    }
+
+    void sweepViewPlotsAgainstTheSweptParameter()
+    {
+        auto spec = specFromJson(R"({"regime": "heavy_tail", "d": 32, "tokens": 64, "queries": 8, "budgets": [3, 4],
+                                    "seeds": {"count": 2}, "schemes": ["KV", "KQV"], "sweep": {"regime.nu": [1.5, 3, 30]},
+                                    "comparisons": {"bootstrap": 50, "permutations": 19}})");
+        QVERIFY(spec.ok());
+        CpuBackend backend(2);
+        auto results = runExperiment(*spec, backend);
+        QVERIFY(results.ok());
+        const ViewData data = makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true);
+        SweepView view;
+        view.setData(data);
+        QCOMPARE(view.seriesCount(), 2 * 2); // scheme x budget, each over the three nu values
+        const auto rows = csvRows(view.dataCsv());
+        QCOMPARE(rows.size(), 1 + 4 * 3);
+        QCOMPARE(view.plot()->xAxis->label(), QStringLiteral("nu"));
+        // nu spans 1.5 .. 30, more than a decade: a log axis.
+        QCOMPARE(view.plot()->xAxis->scaleType(), QCPAxis::stLogarithmic);
+        QVERIFY(view.setXParameter(QStringLiteral("budget")));
+        QCOMPARE(view.seriesCount(), 2 * 3); // scheme x nu, each over the two budgets
+        // The other views show one grid point at a time.
+        ShannonPhiView shannon;
+        shannon.setData(data);
+        shannon.setPerVector(false);
+        QCOMPARE(csvRows(shannon.dataCsv()).size(), 1 + 2 * 2 * 2); // point 0 only: schemes x budgets x seeds
+        shannon.setPoint(2);
+        QCOMPARE(csvRows(shannon.dataCsv()).size(), 1 + 2 * 2 * 2);
     }
 
     void everyViewDescribesItself()
