@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Regenerates the README screenshots: the window on the default experiment, one PNG per view,
+# rendered by kvlens itself (--screenshot) on the offscreen platform (no display needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/build.sh >/dev/null
+mkdir -p docs
+export QT_QPA_PLATFORM=offscreen
+for view in shannon_phi scatter_6d kl_distribution routing_recall comparisons theory sweep; do
+  build/app/kvlens --view "$view" --screenshot "docs/screenshot_${view}.png"
+done
+cp docs/screenshot_shannon_phi.png docs/screenshot.png
+echo "wrote docs/screenshot*.png"
