@@ -2,6 +2,7 @@
 // The kvlens executable: starts and exits cleanly offscreen, prints a codebook without a display.
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QTemporaryDir>
 #include <QTest>
 
 class TestAppSmoke : public QObject {
@@ -9,7 +10,12 @@ class TestAppSmoke : public QObject {
 private slots:
     void startsAndQuitsOffscreen()
     {
+        // The window saves its settings on close: keep them out of the user's configuration.
+        QTemporaryDir config;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), config.path());
         QProcess p;
+        p.setProcessEnvironment(env);
         p.start(QStringLiteral(KVLENS_EXE), {QStringLiteral("-platform"), QStringLiteral("offscreen"),
                                              QStringLiteral("--quit-after"), QStringLiteral("300")});
         QVERIFY(p.waitForFinished(60000));
