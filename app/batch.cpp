@@ -117,7 +117,7 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     QWidget host;
     const QString figuresDir = QDir(QString::fromStdString(options.outDir)).filePath(QStringLiteral("figures"));
     int figureFiles = 0;
-    for (widgets::ResultView* view : widgets::createViews(&host)) {
+    for (widgets::ResultView* view : options.figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
         view->resize(900, 650);
         view->setData(data);
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},
@@ -136,8 +136,10 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     if (!results->regimeNote.empty())
         out << results->regimeNote << "\n";
     out << summaryText(*results) << "\n" << stats::comparisonsText(*results, comparisons);
-    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv} and "
-        << figureFiles << " files in " << options.outDir << "/figures\n";
+    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv}";
+    if (options.figures)
+        out << " and " << figureFiles << " files in " << options.outDir << "/figures";
+    out << "\n";
     return 0;
 }
 

@@ -12,6 +12,7 @@ struct BatchOptions {
     std::string outDir;
     int threads = 0;        ///< 0: one per core
     bool quiet = false;     ///< no progress line
+    bool figures = true;    ///< also render every view into DIR/figures
 };
 
 /// Runs the batch job. Validates first (a bad spec writes nothing), runs with a progress

@@ -75,6 +75,8 @@ int main(int argc, char** argv)
                                            QStringLiteral("Worker threads for the CPU backend (default: one per core)."),
                                            QStringLiteral("n"));
     const QCommandLineOption quietOption(QStringLiteral("quiet"), QStringLiteral("No progress line in batch mode."));
+    const QCommandLineOption noFiguresOption(QStringLiteral("no-figures"),
+                                             QStringLiteral("Batch mode: write the tables only, no figures."));
     const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
                                        QStringLiteral("Close the window after <ms> milliseconds (scripts, smoke tests)."),
                                        QStringLiteral("ms"));
@@ -89,7 +91,7 @@ int main(int argc, char** argv)
         QStringLiteral("view"),
         QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory."),
         QStringLiteral("id"));
-    parser.addOptions({batchOption, outOption, threadsOption, quietOption, specOption, screenshotOption, viewOption,
+    parser.addOptions({batchOption, outOption, threadsOption, quietOption, noFiguresOption, specOption, screenshotOption, viewOption,
                        quitAfter});
     parser.process(app);
 
@@ -110,6 +112,7 @@ int main(int argc, char** argv)
         options.outDir = parser.value(outOption).toStdString();
         options.threads = threads;
         options.quiet = parser.isSet(quietOption);
+        options.figures = !parser.isSet(noFiguresOption);
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 

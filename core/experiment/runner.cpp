@@ -2,6 +2,7 @@
 // Trial scheduling: groups of trials sharing one draw run on worker threads; results land in walk order.
 #include "core/experiment/runner.h"
 
+#include "core/common/memory.h"
 #include "core/experiment/trial.h"
 #include "core/quant/wht.h"
 
@@ -84,6 +85,7 @@ std::string megabytes(double bytes)
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress)
 {
     const auto start = std::chrono::steady_clock::now();
+    retainFreedMemory();
     const int seeds = spec.seedCount;
     const int points = spec.pointCount();
     std::vector<ExperimentSpec> pointSpecs;

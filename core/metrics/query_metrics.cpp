@@ -8,19 +8,52 @@
 
 namespace kvlens {
 
+namespace {
+
+/// Writes the indices of the k largest entries of row[0..n) into `best` (descending by
+/// value, ties: lower index first), keeping a sorted list of k candidates: one comparison
+/// per entry once the list is full, no allocation. `values` is scratch of size k.
+void selectTopK(const float* row, int n, int k, int* best, float* values)
+{
+    if (k > 64) {
+        // Large k: the insertion list would cost O(n k); select with nth_element instead.
+        std::vector<int> idx(static_cast<std::size_t>(n));
+        std::iota(idx.begin(), idx.end(), 0);
+        auto before = [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+        std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), before);
+        std::sort(idx.begin(), idx.begin() + k, before);
+        for (int i = 0; i < k; ++i) {
+            best[i] = idx[static_cast<std::size_t>(i)];
+            values[i] = row[best[i]];
+        }
+        return;
+    }
+    int filled = 0;
+    for (int j = 0; j < n; ++j) {
+        const float v = row[j];
+        if (filled == k && !(v > values[k - 1]))
+            continue; // an equal value at a later index ranks below the ones kept
+        int pos = filled < k ? filled++ : k - 1;
+        while (pos > 0 && v > values[pos - 1]) {
+            values[pos] = values[pos - 1];
+            best[pos] = best[pos - 1];
+            --pos;
+        }
+        values[pos] = v;
+        best[pos] = j;
+    }
+}
+
+} // namespace
+
 std::vector<int> topKIndices(std::span<const float> row, int k)
 {
     const int n = static_cast<int>(row.size());
     k = std::clamp(k, 0, n);
-    std::vector<int> idx(static_cast<std::size_t>(n));
-    std::iota(idx.begin(), idx.end(), 0);
-    auto before = [&](int a, int b) {
-        const float pa = row[static_cast<std::size_t>(a)], pb = row[static_cast<std::size_t>(b)];
-        return pa > pb || (pa == pb && a < b);
-    };
-    if (k < n)
-        std::nth_element(idx.begin(), idx.begin() + k, idx.end(), before);
-    idx.resize(static_cast<std::size_t>(k));
+    std::vector<int> idx(static_cast<std::size_t>(k));
+    std::vector<float> values(static_cast<std::size_t>(k));
+    if (k > 0)
+        selectTopK(row.data(), n, k, idx.data(), values.data());
     std::sort(idx.begin(), idx.end());
     return idx;
 }
@@ -39,6 +72,8 @@ QueryMetrics queryMetrics(const AttentionPair& a, std::span<const float> valueEr
     m.a2.resize(q);
     m.entropy.resize(q);
     const int k = static_cast<int>(std::min<Eigen::Index>(topK, n));
+    std::vector<int> top(static_cast<std::size_t>(k)), topHat(static_cast<std::size_t>(k));
+    std::vector<float> scratch(static_cast<std::size_t>(k));
     for (Eigen::Index i = 0; i < nq; ++i) {
         const float* s = a.scores->data() + i * n;
         const float* p = a.probs->data() + i * n;
@@ -68,11 +103,23 @@ QueryMetrics queryMetrics(const AttentionPair& a, std::span<const float> valueEr
         m.entropy[qi] = static_cast<float>(std::max(0.0, lse - ps));
         m.argmaxShift[qi] = argmax != argmaxHat ? 1 : 0;
         if (k > 0) {
-            const auto top = topKIndices({p, static_cast<std::size_t>(n)}, k);
-            const auto topHat = topKIndices({ph, static_cast<std::size_t>(n)}, k);
-            std::vector<int> common;
-            std::set_intersection(top.begin(), top.end(), topHat.begin(), topHat.end(), std::back_inserter(common));
-            m.recall[qi] = static_cast<float>(common.size()) / static_cast<float>(k);
+            selectTopK(p, static_cast<int>(n), k, top.data(), scratch.data());
+            selectTopK(ph, static_cast<int>(n), k, topHat.data(), scratch.data());
+            std::sort(top.begin(), top.end());
+            std::sort(topHat.begin(), topHat.end());
+            int common = 0;
+            for (int a = 0, b = 0; a < k && b < k;) {
+                if (top[static_cast<std::size_t>(a)] == topHat[static_cast<std::size_t>(b)]) {
+                    ++common;
+                    ++a;
+                    ++b;
+                } else if (top[static_cast<std::size_t>(a)] < topHat[static_cast<std::size_t>(b)]) {
+                    ++a;
+                } else {
+                    ++b;
+                }
+            }
+            m.recall[qi] = static_cast<float>(common) / static_cast<float>(k);
         } else {
             m.recall[qi] = 1.0f;
         }

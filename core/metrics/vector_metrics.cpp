@@ -2,6 +2,7 @@
 // SNR and direction error of reconstructions, in double precision.
 #include "core/metrics/vector_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -9,14 +10,24 @@ namespace kvlens {
 
 VectorError vectorError(const float* x, const float* xHat, Eigen::Index n)
 {
-    double xx = 0.0, hh = 0.0, xh = 0.0, ee = 0.0;
+    // One pass for the three inner products (vectorizes); the error and the orthogonal part
+    // follow from them, and are summed directly only when cancellation would cost precision.
+    double xx = 0.0, hh = 0.0, xh = 0.0;
     for (Eigen::Index i = 0; i < n; ++i) {
         const double a = x[i], b = xHat[i];
         xx += a * a;
         hh += b * b;
         xh += a * b;
-        ee += (a - b) * (a - b);
     }
+    double ee = xx + hh - 2.0 * xh;
+    if (ee < 1e-6 * (xx + hh)) {
+        ee = 0.0;
+        for (Eigen::Index i = 0; i < n; ++i) {
+            const double e = static_cast<double>(x[i]) - xHat[i];
+            ee += e * e;
+        }
+    }
+    ee = std::max(ee, 0.0);
     VectorError out;
     if (xx == 0.0) {
         out.snrDb = ee == 0.0 ? kSnrCapDb : -kSnrCapDb;
@@ -30,15 +41,18 @@ VectorError vectorError(const float* x, const float* xHat, Eigen::Index n)
         out.phi = std::numbers::pi / 2;
         return out;
     }
-    // Component of x^ orthogonal to u = x/||x||, summed directly (no cancellation).
+    // ||x^_perp||^2 = hh - xh^2/xx, exact by direct summation when the angle is small.
     const double along = xh / std::sqrt(xx);
-    const double scale = xh / xx;
-    double perp2 = 0.0;
-    for (Eigen::Index i = 0; i < n; ++i) {
-        const double p = xHat[i] - scale * x[i];
-        perp2 += p * p;
+    double perp2 = hh - xh * xh / xx;
+    if (perp2 < 1e-6 * hh) {
+        const double scale = xh / xx;
+        perp2 = 0.0;
+        for (Eigen::Index i = 0; i < n; ++i) {
+            const double p = xHat[i] - scale * x[i];
+            perp2 += p * p;
+        }
     }
-    out.phi = std::atan2(std::sqrt(perp2), along);
+    out.phi = std::atan2(std::sqrt(std::max(perp2, 0.0)), along);
     return out;
 }
 

@@ -46,6 +46,12 @@ public:
                                         ScalarFormat normFormat = ScalarFormat::Fp16);
 
     void encode(const Eigen::Ref<const RowMatrixXf>& x, NormCodes& out) const;
+    /// Fused randomized WHT + encode: each row of x (n x d) is rotated in a small buffer
+    /// (x' = H D [x, 0] / sqrt(dim), dim = signs.size() = codebook dimension) and quantized
+    /// at once, so the rotated matrix is never written unless `rotated` asks for it (n x dim).
+    /// Same codes as rotateRows followed by encode.
+    void encodeRotated(const Eigen::Ref<const RowMatrixXf>& x, const std::vector<float>& signs, NormCodes& out,
+                       RowMatrixXf* rotated = nullptr) const;
     void decode(const NormCodes& codes, RowMatrixXf& xHat) const;
 
     /// Storage of one vector of `dim` stored coordinates: bits * dim + the norm's bits.

@@ -102,14 +102,14 @@ PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixX
     assert(x.cols() == plan.d && "encodePathCpu: x must have d columns");
     PathResult out;
     const bool rotated = !plan.signs.empty();
-    RowMatrixXf xr;
-    if (rotated)
-        rotateRows(x, plan.signs, xr);
-    else
-        xr = x;
-
-    RowMatrixXf xHat; // in the stored basis
+    const bool qjl = plan.config.residual == ResidualKind::Qjl;
+    RowMatrixXf xr;   // x in the stored basis, kept only when the residual needs it
+    RowMatrixXf xHat; // the dequantized x in the stored basis
     if (plan.config.quantizer == QuantizerKind::Uniform) {
+        if (rotated)
+            rotateRows(x, plan.signs, xr);
+        else
+            xr = x;
         const UniformQuantizer q(plan.uniform);
         UniformCodes codes;
         q.encode(xr, codes);
@@ -117,7 +117,13 @@ PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixX
     } else {
         const NormQuantizer q(plan.codebook, plan.config.normFormat);
         NormCodes codes;
-        q.encode(xr, codes);
+        if (rotated) {
+            q.encodeRotated(x, plan.signs, codes, qjl ? &xr : nullptr); // fused: no rotated copy unless needed
+        } else {
+            q.encode(x, codes);
+            if (qjl)
+                xr = x;
+        }
         q.decode(codes, xHat);
         out.saturatedNorms += codes.saturatedNorms;
     }
@@ -133,19 +139,20 @@ PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixX
     }
 
     RowMatrixXf full = xHat;
-    if (plan.config.residual == ResidualKind::Qjl) {
+    if (qjl) {
         const QjlSketch sketch(plan.sketch, plan.config.normFormat);
         const RowMatrixXf residual = xr - xHat;
         QjlCodes codes;
-        sketch.encode(residual, codes);
+        RowMatrixXf signs;
+        sketch.encode(residual, codes, signs);
         out.saturatedNorms += codes.saturatedNorms;
         RowMatrixXf rHat;
-        sketch.reconstruct(codes, rHat);
+        sketch.reconstruct(signs, codes.norms, rHat);
         full += rHat;
         if (queries) {
             out.baseScores = out.scores;
             RowMatrixXf correction;
-            sketch.estimateInnerProducts(queriesRotated, codes, correction);
+            sketch.estimateInnerProducts(queriesRotated, signs, codes.norms, correction);
             out.scores += plan.scoreScale * correction;
         }
     }

@@ -2,6 +2,7 @@
 // QJL encode / estimate / reconstruct on the host (the CPU oracle for the OpenCL kernels).
 #include "core/quant/qjl.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <numbers>
@@ -22,6 +23,12 @@ RowMatrixXf QjlSketch::drawMatrix(int m, int dim, Rng& rng)
 
 void QjlSketch::encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes& out) const
 {
+    RowMatrixXf signs;
+    encode(residuals, out, signs);
+}
+
+void QjlSketch::encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes& out, RowMatrixXf& signs) const
+{
     assert(residuals.cols() == m_matrix.cols() && "QJL: residual width must match the sketch");
     const int n = static_cast<int>(residuals.rows());
     out.rows = n;
@@ -30,12 +37,19 @@ void QjlSketch::encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes&
     out.signs.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(out.wordsPerRow), 0u);
     out.norms.resize(static_cast<std::size_t>(n));
     out.saturatedNorms = 0;
-    const RowMatrixXf projected = residuals * m_matrix.transpose(); // n x m
+    signs.noalias() = residuals * m_matrix.transpose(); // n x m projections, turned into signs in place
     for (int r = 0; r < n; ++r) {
+        float* row = signs.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(out.m);
         std::uint32_t* words = out.signs.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(out.wordsPerRow);
+        for (int w = 0; w < out.wordsPerRow; ++w) {
+            std::uint32_t word = 0;
+            const int end = std::min(32, out.m - 32 * w);
+            for (int i = 0; i < end; ++i)
+                word |= static_cast<std::uint32_t>(row[32 * w + i] < 0.0f) << i;
+            words[w] = word;
+        }
         for (int i = 0; i < out.m; ++i)
-            if (projected(r, i) < 0.0f)
-                words[i >> 5] |= 1u << (i & 31);
+            row[i] = row[i] < 0.0f ? -1.0f : 1.0f;
         bool saturated = false;
         out.norms[static_cast<std::size_t>(r)] = storeScalar(residuals.row(r).norm(), m_normFormat, &saturated);
         out.saturatedNorms += saturated ? 1 : 0;
@@ -53,24 +67,35 @@ void QjlSketch::unpackSigns(const QjlCodes& codes, RowMatrixXf& out)
 void QjlSketch::estimateInnerProducts(const Eigen::Ref<const RowMatrixXf>& queries, const QjlCodes& codes,
                                       RowMatrixXf& out) const
 {
-    assert(queries.cols() == m_matrix.cols());
-    const RowMatrixXf sq = queries * m_matrix.transpose(); // nq x m
     RowMatrixXf signs;
     unpackSigns(codes, signs);
-    out.noalias() = sq * signs.transpose(); // nq x n
-    const float c = std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(codes.m);
-    for (int j = 0; j < codes.rows; ++j)
-        out.col(j) *= c * codes.norms[static_cast<std::size_t>(j)];
+    estimateInnerProducts(queries, signs, codes.norms, out);
+}
+
+void QjlSketch::estimateInnerProducts(const Eigen::Ref<const RowMatrixXf>& queries, const RowMatrixXf& signs,
+                                      const std::vector<float>& norms, RowMatrixXf& out) const
+{
+    assert(queries.cols() == m_matrix.cols());
+    const RowMatrixXf sq = queries * m_matrix.transpose(); // nq x m
+    out.noalias() = sq * signs.transpose();                // nq x n
+    const float c = std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(signs.cols());
+    for (Eigen::Index j = 0; j < signs.rows(); ++j)
+        out.col(j) *= c * norms[static_cast<std::size_t>(j)];
 }
 
 void QjlSketch::reconstruct(const QjlCodes& codes, RowMatrixXf& out) const
 {
     RowMatrixXf signs;
     unpackSigns(codes, signs);
+    reconstruct(signs, codes.norms, out);
+}
+
+void QjlSketch::reconstruct(const RowMatrixXf& signs, const std::vector<float>& norms, RowMatrixXf& out) const
+{
     out.noalias() = signs * m_matrix; // n x dim
-    const float c = std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(codes.m);
-    for (int r = 0; r < codes.rows; ++r)
-        out.row(r) *= c * codes.norms[static_cast<std::size_t>(r)];
+    const float c = std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(signs.cols());
+    for (Eigen::Index r = 0; r < signs.rows(); ++r)
+        out.row(r) *= c * norms[static_cast<std::size_t>(r)];
 }
 
 } // namespace kvlens

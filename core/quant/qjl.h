@@ -51,13 +51,21 @@ public:
 
     /// Sketches residual rows R (n x dim).
     void encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes& out) const;
+    /// The same, also returning the signs as a +-1 float matrix (n x m), so the estimators
+    /// below can use them without unpacking the bits again.
+    void encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes& out, RowMatrixXf& signs) const;
 
     /// out(i, j) = estimate of <q_i, r_j> for queries Q (nq x dim): nq x n, row-major.
     void estimateInnerProducts(const Eigen::Ref<const RowMatrixXf>& queries, const QjlCodes& codes,
                                RowMatrixXf& out) const;
+    /// The same from the unpacked signs (n x m) and the stored norms.
+    void estimateInnerProducts(const Eigen::Ref<const RowMatrixXf>& queries, const RowMatrixXf& signs,
+                               const std::vector<float>& norms, RowMatrixXf& out) const;
 
     /// Unbiased reconstruction of the residual rows (n x dim).
     void reconstruct(const QjlCodes& codes, RowMatrixXf& out) const;
+    /// The same from the unpacked signs (n x m) and the stored norms.
+    void reconstruct(const RowMatrixXf& signs, const std::vector<float>& norms, RowMatrixXf& out) const;
 
     /// Signs as a +-1 float matrix (n x m), the form the estimators multiply with.
     static void unpackSigns(const QjlCodes& codes, RowMatrixXf& out);

@@ -65,22 +65,65 @@ std::uint64_t Rng::below(std::uint64_t n)
     return static_cast<std::uint64_t>(m >> 64);
 }
 
+namespace {
+
+/// Tables of the 128-layer ziggurat for N(0, 1) (Marsaglia & Tsang 2000, in Doornik's 2005
+/// "ZIGNOR" form, which draws the layer index from bits independent of the uniform).
+struct Ziggurat {
+    static constexpr int kLayers = 128;
+    static constexpr double kR = 3.442619855899;          // start of the tail
+    static constexpr double kV = 9.91256303526217e-3;     // area of each layer
+    double x[kLayers + 1];
+    double ratio[kLayers];
+
+    Ziggurat()
+    {
+        double f = std::exp(-0.5 * kR * kR);
+        x[0] = kV / f;
+        x[1] = kR;
+        x[kLayers] = 0.0;
+        for (int i = 2; i < kLayers; ++i) {
+            x[i] = std::sqrt(-2.0 * std::log(kV / x[i - 1] + f));
+            f = std::exp(-0.5 * x[i] * x[i]);
+        }
+        for (int i = 0; i < kLayers; ++i)
+            ratio[i] = x[i + 1] / x[i];
+    }
+};
+
+const Ziggurat& ziggurat()
+{
+    static const Ziggurat table;
+    return table;
+}
+
+} // namespace
+
 double Rng::normal()
 {
-    if (m_hasSpare) {
-        m_hasSpare = false;
-        return m_spareNormal;
+    const Ziggurat& z = ziggurat();
+    for (;;) {
+        const std::uint64_t bits = nextU64();
+        const int layer = static_cast<int>(bits & 0x7f);                      // 7 low bits: the layer
+        const double u = 2.0 * (static_cast<double>(bits >> 11) * 0x1.0p-53) - 1.0; // 53 high bits: U(-1, 1)
+        if (std::abs(u) < z.ratio[layer])
+            return u * z.x[layer]; // inside the layer's rectangle: most draws end here
+        if (layer == 0) {
+            // The tail beyond R (Marsaglia 1964).
+            double a, b;
+            do {
+                a = -std::log(uniformOpen()) / Ziggurat::kR;
+                b = -std::log(uniformOpen());
+            } while (b + b < a * a);
+            return u > 0.0 ? Ziggurat::kR + a : -(Ziggurat::kR + a);
+        }
+        // The wedge between this layer's rectangle and the curve.
+        const double candidate = u * z.x[layer];
+        const double f0 = std::exp(-0.5 * (z.x[layer] * z.x[layer] - candidate * candidate));
+        const double f1 = std::exp(-0.5 * (z.x[layer + 1] * z.x[layer + 1] - candidate * candidate));
+        if (f1 + uniform() * (f0 - f1) < 1.0)
+            return candidate;
     }
-    double u, v, s;
-    do {
-        u = 2.0 * uniform() - 1.0;
-        v = 2.0 * uniform() - 1.0;
-        s = u * u + v * v;
-    } while (s >= 1.0 || s == 0.0);
-    const double factor = std::sqrt(-2.0 * std::log(s) / s);
-    m_spareNormal = v * factor;
-    m_hasSpare = true;
-    return u * factor;
 }
 
 double Rng::gamma(double shape)

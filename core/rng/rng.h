@@ -62,7 +62,8 @@ public:
     std::uint64_t below(std::uint64_t n);
     /// +1 or -1 with probability 1/2 each.
     float sign() { return (nextU64() >> 63) ? -1.0f : 1.0f; }
-    /// Standard normal (Marsaglia's polar method; the second value is kept for the next call).
+    /// Standard normal by the 128-layer ziggurat (Marsaglia & Tsang 2000; Doornik 2005):
+    /// one 64-bit draw for most samples, exact in distribution.
     double normal();
     /// Gamma(shape, 1) (Marsaglia & Tsang 2000; shape < 1 by the boost U^(1/shape)).
     double gamma(double shape);
@@ -78,8 +79,6 @@ private:
     EngineKind m_kind;
     std::mt19937_64 m_mt;
     Pcg64 m_pcg;
-    double m_spareNormal = 0.0;
-    bool m_hasSpare = false;
 };
 
 } // namespace kvlens
