@@ -1,18 +1,25 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Backend selection.
+// Backend selection: OpenCL when asked for and usable, else the CPU with the reason.
 #include "app/backend_factory.h"
+
+#include "gpu/opencl_backend.h"
 
 namespace kvlens::app {
 
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads)
 {
     BackendChoice choice;
-    choice.backend = std::make_unique<CpuBackend>(threads);
-    choice.label = "cpu";
-    if (spec.backend == "opencl") {
-        choice.warning = "the OpenCL backend is not built yet; running on the CPU";
-        choice.label = "cpu (fallback: " + choice.warning + ")";
+    if (spec.backend == "opencl" || spec.backend == "auto") {
+        auto opencl = gpu::OpenClBackend::create(spec.device);
+        if (opencl) {
+            choice.label = "opencl: " + (*opencl)->device().name;
+            choice.backend = std::move(opencl).value();
+            return choice;
+        }
+        choice.warning = opencl.error().text();
     }
+    choice.backend = std::make_unique<CpuBackend>(threads);
+    choice.label = choice.warning.empty() ? "cpu" : "cpu (fallback: " + choice.warning + ")";
     return choice;
 }
 

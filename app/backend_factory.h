@@ -17,7 +17,10 @@ struct BackendChoice {
     std::string warning;   ///< non-empty when the request could not be honoured
 };
 
-/// Creates the backend for spec.backend / spec.device ("cpu", "opencl", "auto").
+/// Creates the backend for spec.backend / spec.device: "cpu"; "opencl" (the device
+/// spec.device names, else $KVLENS_OPENCL_DEVICE, else the first GPU, else the first CPU
+/// device); "auto" (the same, quietly using the CPU when OpenCL is absent). An unusable OpenCL
+/// request falls back to the CPU backend with the reason in `warning` and `label`.
 /// `threads` caps the CPU backend's worker threads (0: one per core).
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads = 0);
 

@@ -2,11 +2,13 @@
 // Batch mode: spec in, files out, nothing partial on failure; Ctrl-C cancels cleanly.
 #include "app/batch.h"
 
+#include "app/backend_factory.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/result_tables.h"
 #include "core/stats/comparison.h"
+#include "core/stats/validation.h"
 #include "widgets/figure_export.h"
 #include "widgets/views.h"
 
@@ -62,6 +64,8 @@ private:
 
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
 {
+    if (options.validate)
+        return runValidation(options, out, err);
     if (options.outDir.empty()) {
         err << "kvlens: --batch needs --out DIR\n";
         return 2;
@@ -73,15 +77,33 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         return 2;
     }
 
-    CpuBackend backend(options.threads);
+    if (!options.backend.empty())
+        spec->backend = options.backend;
+    if (!options.device.empty()) {
+        spec->device = options.device;
+        if (options.backend.empty())
+            spec->backend = "opencl";
+    }
+    if (auto checked = normalizeSpec(*spec); !checked) {
+        err << "kvlens: " << checked.error().text() << "\n";
+        return 2;
+    }
+    BackendChoice backend = makeBackend(*spec, options.threads);
+    if (!backend.warning.empty() && spec->backend == "opencl")
+        err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
     g_interrupted.store(false);
     auto previous = std::signal(SIGINT, onInterrupt);
     BatchProgress progress(err, options.quiet);
-    Result<ResultSet> results = runExperiment(*spec, backend, &progress);
+    Result<ResultSet> results = runExperiment(*spec, *backend.backend, &progress);
     std::signal(SIGINT, previous);
     if (!results) {
         err << "kvlens: " << results.error().text() << "\n";
         return results.error().field == "memory_limit_mb" ? 2 : 1;
+    }
+    if (!backend.warning.empty()) {
+        // The exported spec says what really ran (issue: "cpu (fallback: <reason>)").
+        results->backend = backend.label;
+        results->spec.backend = backend.label;
     }
     if (results->cancelled) {
         err << "\nkvlens: interrupted after " << results->trials.size() << " of " << results->totalTrials
@@ -141,6 +163,84 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         out << " and " << figureFiles << " files in " << options.outDir << "/figures";
     out << "\n";
     return 0;
+}
+
+} // namespace kvlens::app
+
+namespace kvlens::app {
+
+int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& err)
+{
+    if (options.outDir.empty()) {
+        err << "kvlens: --batch needs --out DIR\n";
+        return 2;
+    }
+    Result<ExperimentSpec> spec = options.specPath == "default" ? normalizeSpec(defaultSpec())
+                                                                : loadSpecFile(options.specPath);
+    if (!spec) {
+        err << "kvlens: " << spec.error().text() << "\n";
+        return 2;
+    }
+    ExperimentSpec reference = *spec;
+    reference.backend = "cpu";
+    ExperimentSpec implementation = *spec;
+    implementation.backend = "opencl";
+    if (!options.device.empty())
+        implementation.device = options.device;
+    ExperimentSpec other = reference;
+    other.engine = spec->engine == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64;
+
+    g_interrupted.store(false);
+    auto previous = std::signal(SIGINT, onInterrupt);
+    auto runOne = [&](const ExperimentSpec& s, const char* what, std::string* fallback) -> Result<ResultSet> {
+        BackendChoice backend = makeBackend(s, options.threads);
+        if (fallback)
+            *fallback = backend.warning;
+        if (fallback && !backend.warning.empty())
+            return Error{"backend", backend.warning};
+        if (!options.quiet)
+            err << "kvlens: validation run: " << what << " (" << backend.label << ")\n";
+        BatchProgress progress(err, options.quiet);
+        auto r = runExperiment(s, *backend.backend, &progress);
+        if (r)
+            r->backend = backend.backend->name();
+        return r;
+    };
+    auto ref = runOne(reference, "reference", nullptr);
+    std::string fallback;
+    auto impl = ref ? runOne(implementation, "implementation", &fallback) : Result<ResultSet>(Error{"", ""});
+    auto seed = ref ? runOne(other, "other RNG", nullptr) : Result<ResultSet>(Error{"", ""});
+    std::signal(SIGINT, previous);
+    for (const auto* r : {&ref, &seed}) {
+        if (!*r) {
+            err << "kvlens: " << r->error().text() << "\n";
+            return 1;
+        }
+        if ((*r)->cancelled) {
+            err << "\nkvlens: interrupted; nothing written\n";
+            return 130;
+        }
+    }
+    stats::ValidationReport report = stats::validateRuns(*ref, impl ? &impl.value() : nullptr, *seed);
+    if (!impl) {
+        report.implementationNote = fallback.empty() ? impl.error().text() : fallback;
+        err << "kvlens: no OpenCL implementation to compare: " << report.implementationNote << "\n";
+    }
+    if (auto made = makeDirectories(options.outDir); !made) {
+        err << "kvlens: " << made.error().text() << "\n";
+        return 1;
+    }
+    const std::string dir = options.outDir + "/";
+    for (const auto& [name, contents] : {std::pair<std::string, std::string>{"spec.json", specToJson(*spec) + "\n"},
+                                         {"validation.csv", stats::validationCsv(*ref, report)}}) {
+        if (auto written = writeFileAtomic(dir + name, contents); !written) {
+            err << "kvlens: " << written.error().text() << "\n";
+            return 1;
+        }
+    }
+    out << stats::validationText(*ref, report);
+    out << "wrote " << options.outDir << "/{spec.json, validation.csv}\n";
+    return report.implementationDifferences() > 0 ? 3 : 0;
 }
 
 } // namespace kvlens::app

@@ -11,8 +11,11 @@ struct BatchOptions {
     std::string specPath;   ///< a spec file, or "default" for the built-in default experiment
     std::string outDir;
     int threads = 0;        ///< 0: one per core
+    std::string backend;    ///< overrides the spec's backend when set ("cpu", "opencl", "auto")
+    std::string device;     ///< overrides the spec's OpenCL device (and implies "opencl")
     bool quiet = false;     ///< no progress line
     bool figures = true;    ///< also render every view into DIR/figures
+    bool validate = false;  ///< paper B's validation instead of a plain run (see runValidation)
 };
 
 /// Runs the batch job. Validates first (a bad spec writes nothing), runs with a progress
@@ -21,5 +24,12 @@ struct BatchOptions {
 /// file atomically; prints the summary and comparison tables on `out`. Returns the process exit code:
 /// 0 success, 2 bad input, 1 a failure while running or writing, 130 interrupted.
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
+
+/// `kvlens --batch SPEC --validate --out DIR`: runs the spec on the CPU backend, on the
+/// OpenCL device (same RNG: must agree to float tolerance) and on the CPU with the other RNG
+/// (different draws: KS tests must not separate them); writes DIR/spec.json and
+/// DIR/validation.csv and prints the table. Exit 0, 3 when an implementation difference is
+/// found, 2 for bad input, 1 on failure.
+int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& err);
 
 } // namespace kvlens::app

@@ -57,6 +57,7 @@ void registerWorkerTypes()
 {
     qRegisterMetaType<kvlens::ExperimentSpec>("kvlens::ExperimentSpec");
     qRegisterMetaType<kvlens::widgets::ViewData>("kvlens::widgets::ViewData");
+    qRegisterMetaType<kvlens::widgets::ValidationData>("kvlens::widgets::ValidationData");
 }
 
 ExperimentWorker::ExperimentWorker(std::shared_ptr<std::atomic<quint64>> generation, QObject* parent)
@@ -83,6 +84,69 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
     auto shared = std::make_shared<const ResultSet>(std::move(result).value());
     // The comparison table needs the whole run; a cancelled run shows what finished without it.
     emit finished(id, widgets::makeViewData(std::move(shared), !cancelled), QString(), cancelled, ms);
+}
+
+void ExperimentWorker::validate(quint64 id, const kvlens::ExperimentSpec& spec)
+{
+    if (m_generation->load() != id)
+        return;
+    // Three plain runs; progress is reported over all of them.
+    class Relay final : public Progress {
+    public:
+        Relay(ExperimentWorker& w, quint64 id, const std::atomic<quint64>& generation, long long offset, long long total)
+            : m_worker(w), m_id(id), m_generation(generation), m_offset(offset), m_total(total)
+        {
+        }
+        bool cancelled() const override { return m_generation.load() != m_id; }
+        void report(long long done, long long) override { emit m_worker.progress(m_id, m_offset + done, m_total); }
+
+    private:
+        ExperimentWorker& m_worker;
+        quint64 m_id;
+        const std::atomic<quint64>& m_generation;
+        long long m_offset, m_total;
+    };
+    ExperimentSpec reference = spec, implementation = spec, other = spec;
+    reference.backend = "cpu";
+    implementation.backend = "opencl";
+    other.backend = "cpu";
+    other.engine = spec.engine == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64;
+    const long long each = spec.trialCount();
+    emit started(id, QStringLiteral("validation"), 3 * each);
+    auto runOne = [&](const ExperimentSpec& s, long long offset, std::string* warning) -> Result<ResultSet> {
+        BackendChoice backend = makeBackend(s);
+        if (warning) {
+            *warning = backend.warning;
+            if (!backend.warning.empty())
+                return Error{"backend", backend.warning};
+        }
+        Relay relay(*this, id, *m_generation, offset, 3 * each);
+        auto r = runExperiment(s, *backend.backend, &relay);
+        if (r)
+            r->backend = backend.backend->name();
+        return r;
+    };
+    auto ref = runOne(reference, 0, nullptr);
+    std::string warning;
+    auto impl = ref ? runOne(implementation, each, &warning) : Result<ResultSet>(Error{"", ""});
+    auto seed = ref ? runOne(other, 2 * each, nullptr) : Result<ResultSet>(Error{"", ""});
+    if (m_generation->load() != id) {
+        emit validationFinished(id, widgets::ValidationData{}, QStringLiteral("cancelled"));
+        return;
+    }
+    for (const auto* r : {&ref, &seed})
+        if (!*r) {
+            emit validationFinished(id, widgets::ValidationData{}, QString::fromStdString(r->error().text()));
+            return;
+        }
+    auto report = std::make_shared<stats::ValidationReport>(
+        stats::validateRuns(*ref, impl ? &impl.value() : nullptr, *seed));
+    if (!impl)
+        report->implementationNote = warning.empty() ? impl.error().text() : warning;
+    widgets::ValidationData data;
+    data.reference = std::make_shared<const ResultSet>(std::move(ref).value());
+    data.report = std::move(report);
+    emit validationFinished(id, data, QString());
 }
 
 } // namespace kvlens::app

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/experiment/spec.h"
+#include "widgets/validation_view.h"
 #include "widgets/view_data.h"
 
 #include <QObject>
@@ -29,6 +30,9 @@ public:
 public slots:
     /// Runs `spec` (already normalized) unless `id` is already stale.
     void run(quint64 id, const kvlens::ExperimentSpec& spec);
+    /// Paper B's validation of `spec`: CPU reference, OpenCL with the same RNG, CPU with the
+    /// other RNG, then the KS comparison (three runs, cancellable like run()).
+    void validate(quint64 id, const kvlens::ExperimentSpec& spec);
 
 signals:
     void started(quint64 id, const QString& backend, qint64 totalTrials);
@@ -38,6 +42,8 @@ signals:
     /// The final data (with comparisons), or an error; `cancelled` when the run was stopped.
     void finished(quint64 id, const kvlens::widgets::ViewData& data, const QString& error, bool cancelled,
                   double elapsedMs);
+    /// A validation's report, or an error ("cancelled" when superseded).
+    void validationFinished(quint64 id, const kvlens::widgets::ValidationData& data, const QString& error);
 
 private:
     std::shared_ptr<std::atomic<quint64>> m_generation;

@@ -5,6 +5,7 @@
 #include "app/main_window.h"
 #include "app/resources.h"
 #include "core/experiment/spec_json.h"
+#include "gpu/device.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -44,6 +45,18 @@ int main(int argc, char** argv)
         std::vector<std::string> args(argv + 2, argv + argc);
         return kvlens::app::runCodebookCommand(args, std::cout, std::cerr);
     }
+    if (hasArgument(argc, argv, "--list-devices")) {
+        // No window, no display needed.
+        const auto devices = kvlens::gpu::listDevices();
+        if (!devices) {
+            std::cout << "no OpenCL devices: " << devices.error().text() << "\n";
+            return 0;
+        }
+        for (const auto& d : *devices)
+            std::cout << d.label() << "  [" << d.version << ", driver " << d.driver << ", " << d.computeUnits
+                      << " compute units, " << d.globalMemory / (1024 * 1024) << " MiB]\n";
+        return 0;
+    }
     // Batch mode renders figures without a display: default to the offscreen platform.
     const bool batch = hasArgument(argc, argv, "--batch");
     if (batch && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
@@ -74,7 +87,20 @@ int main(int argc, char** argv)
     const QCommandLineOption threadsOption(QStringLiteral("threads"),
                                            QStringLiteral("Worker threads for the CPU backend (default: one per core)."),
                                            QStringLiteral("n"));
+    const QCommandLineOption backendOption(QStringLiteral("backend"),
+                                           QStringLiteral("Compute backend: cpu, opencl or auto (overrides the spec)."),
+                                           QStringLiteral("name"));
+    const QCommandLineOption deviceOption(
+        QStringLiteral("device"),
+        QStringLiteral("OpenCL device: an index or a name substring (implies --backend opencl). "
+                       "Default: $KVLENS_OPENCL_DEVICE, else the first GPU, else the first CPU device."),
+        QStringLiteral("device"));
+    const QCommandLineOption devicesOption(QStringLiteral("list-devices"), QStringLiteral("List the OpenCL devices and exit."));
     const QCommandLineOption quietOption(QStringLiteral("quiet"), QStringLiteral("No progress line in batch mode."));
+    const QCommandLineOption validateOption(
+        QStringLiteral("validate"),
+        QStringLiteral("Batch mode: validate the backends (CPU vs OpenCL with the same RNG, mt19937_64 vs pcg64) with "
+                       "KS tests; writes DIR/validation.csv. Exit status 3 when an implementation difference is found."));
     const QCommandLineOption noFiguresOption(QStringLiteral("no-figures"),
                                              QStringLiteral("Batch mode: write the tables only, no figures."));
     const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
@@ -91,7 +117,9 @@ int main(int argc, char** argv)
         QStringLiteral("view"),
         QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory."),
         QStringLiteral("id"));
-    parser.addOptions({batchOption, outOption, threadsOption, quietOption, noFiguresOption, specOption, screenshotOption, viewOption,
+    parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
+                       quietOption,
+                       noFiguresOption, specOption, screenshotOption, viewOption,
                        quitAfter});
     parser.process(app);
 
@@ -113,6 +141,9 @@ int main(int argc, char** argv)
         options.threads = threads;
         options.quiet = parser.isSet(quietOption);
         options.figures = !parser.isSet(noFiguresOption);
+        options.backend = parser.value(backendOption).toStdString();
+        options.device = parser.value(deviceOption).toStdString();
+        options.validate = parser.isSet(validateOption);
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 

@@ -7,6 +7,8 @@
 #include "widgets/control_panel.h"
 #include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"
+#include "widgets/validation_view.h"
+#include "gpu/device.h"
 #include "widgets/views.h"
 
 #include <QApplication>
@@ -61,6 +63,8 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
 
     m_tabs = new QTabWidget(this);
     m_views = widgets::createViews(m_tabs);
+    m_validation = new widgets::ValidationView(m_tabs);
+    m_views.push_back(m_validation);
     for (widgets::ResultView* v : m_views) {
         const int tab = m_tabs->addTab(v, v->viewTitle());
         m_tabs->setTabToolTip(tab, v->viewDescription());
@@ -92,6 +96,10 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     connect(m_worker, &ExperimentWorker::progress, this, &MainWindow::onProgress, Qt::QueuedConnection);
     connect(m_worker, &ExperimentWorker::partial, this, &MainWindow::onPartial, Qt::QueuedConnection);
     connect(m_worker, &ExperimentWorker::finished, this, &MainWindow::onFinished, Qt::QueuedConnection);
+    connect(this, &MainWindow::requestValidation, m_worker, &ExperimentWorker::validate, Qt::QueuedConnection);
+    connect(m_worker, &ExperimentWorker::validationFinished, this, &MainWindow::onValidationFinished,
+            Qt::QueuedConnection);
+    connect(m_validation, &widgets::ValidationView::validationRequested, this, &MainWindow::startValidation);
     m_thread.setObjectName(QStringLiteral("kvlens-worker"));
     m_thread.start();
 
@@ -103,6 +111,7 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     connect(m_controls, &widgets::ControlPanel::cancelRequested, this, &MainWindow::cancelRun);
 
     buildMenus();
+    populateBackends();
     resize(1280, 820);
     m_exportFolder = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
     if (m_restoreSettings) {
@@ -222,6 +231,51 @@ void MainWindow::startRun()
     m_progress->setValue(0);
     setMessage(QStringLiteral("running…"), false);
     emit requestRun(m_requestId, *spec);
+}
+
+void MainWindow::populateBackends()
+{
+    QStringList labels{QStringLiteral("CPU")}, values{QStringLiteral("cpu")};
+    if (const auto devices = gpu::listDevices(); devices)
+        for (const auto& d : *devices) {
+            labels << QStringLiteral("OpenCL %1").arg(QString::fromStdString(d.label()));
+            values << QString::number(d.index);
+        }
+    m_controls->setBackends(labels, values);
+}
+
+void MainWindow::startValidation()
+{
+    m_debounce.stop();
+    const auto spec = normalizeSpec(m_controls->spec());
+    if (!spec) {
+        setMessage(QString::fromStdString(spec.error().text()), true);
+        return;
+    }
+    m_requestId = m_generation->fetch_add(1) + 1;
+    m_running = true;
+    m_controls->setRunning(true);
+    m_validation->setBusy(true, QStringLiteral("validating: CPU, OpenCL, and the other RNG…"));
+    m_tabs->setCurrentWidget(m_validation);
+    emit requestValidation(m_requestId, *spec);
+}
+
+void MainWindow::onValidationFinished(quint64 id, const widgets::ValidationData& data, const QString& error)
+{
+    if (id != m_requestId) {
+        m_validation->setBusy(false);
+        return;
+    }
+    m_running = false;
+    m_controls->setRunning(false);
+    m_validation->setBusy(false, error);
+    if (error.isEmpty()) {
+        m_validation->setValidation(data);
+        setMessage(QStringLiteral("validation done"), false);
+    } else {
+        setMessage(QStringLiteral("validation: %1").arg(error), true);
+    }
+    emit validationFinished(id, error);
 }
 
 void MainWindow::cancelRun()

@@ -21,6 +21,8 @@ class QTabWidget;
 namespace kvlens::widgets {
 class ControlPanel;
 class ResultView;
+class ValidationView;
+struct ValidationData;
 } // namespace kvlens::widgets
 
 namespace kvlens::app {
@@ -35,6 +37,7 @@ public:
     ~MainWindow() override;
 
     widgets::ControlPanel* controls() const { return m_controls; }
+    widgets::ValidationView* validationView() const { return m_validation; }
     const std::vector<widgets::ResultView*>& views() const { return m_views; }
     QTabWidget* tabs() const { return m_tabs; }
     const widgets::ViewData& lastData() const { return m_data; }
@@ -54,12 +57,17 @@ public slots:
     /// Validates the controls' spec and starts a run (cancelling any older one).
     void startRun();
     void cancelRun();
+    /// Runs paper B's validation of the controls' spec (three runs) on the worker.
+    void startValidation();
 
 signals:
     /// A run's final data has been drawn (or it failed: `error` non-empty).
     void runFinished(quint64 id, const QString& error);
     /// Internal: hands a request to the worker thread.
     void requestRun(quint64 id, const kvlens::ExperimentSpec& spec);
+    void requestValidation(quint64 id, const kvlens::ExperimentSpec& spec);
+    /// A validation finished (or failed: `error` non-empty).
+    void validationFinished(quint64 id, const QString& error);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -72,6 +80,8 @@ private:
     void onProgress(quint64 id, qint64 done, qint64 total);
     void onPartial(quint64 id, const widgets::ViewData& data);
     void onFinished(quint64 id, const widgets::ViewData& data, const QString& error, bool cancelled, double ms);
+    void onValidationFinished(quint64 id, const widgets::ValidationData& data, const QString& error);
+    void populateBackends();
     void showData(const widgets::ViewData& data);
     void setMessage(const QString& text, bool error);
     void openSpec();
@@ -86,6 +96,7 @@ private:
     widgets::ControlPanel* m_controls = nullptr;
     QTabWidget* m_tabs = nullptr;
     std::vector<widgets::ResultView*> m_views;
+    widgets::ValidationView* m_validation = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_status = nullptr;
     QLabel* m_message = nullptr;

@@ -10,6 +10,7 @@
 #include "core/quant/path.h"
 #include "core/quant/qjl.h"
 #include "core/quant/wht.h"
+#include "gpu/opencl_backend.h"
 
 #include <cstdio>
 #include <string>
@@ -68,9 +69,20 @@ void line(const char* stage, double ms, const char* rateUnit, double rate, const
 int main(int argc, char** argv)
 {
     int threads = 2;
-    for (int i = 1; i < argc; ++i)
-        if (std::string(argv[i]) == "--threads" && i + 1 < argc)
+    std::string device;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--threads" && i + 1 < argc) {
             threads = std::stoi(argv[++i]);
+        } else if (a == "--device" && i + 1 < argc) {
+            device = argv[++i];
+        } else if (a == "--help" || a == "-h") {
+            std::printf("usage: kvlens-bench [--threads N] [--device INDEX|NAME]\n"
+                        "Per-stage and end-to-end timings of the CPU and OpenCL backends, as ratios to an SGEMM and a\n"
+                        "memcpy measured in the same run.\n");
+            return 0;
+        }
+    }
     std::printf("kvlens-bench: medians of >= 5 runs after warm-up\n\n");
     const double gemm1 = sgemmGflops(1024, 1);
     const double gemmN = sgemmGflops(1024, threads);
@@ -121,15 +133,66 @@ int main(int argc, char** argv)
         line("attention Q = 256, N = 4096, d = 1024", ms, "GFLOP/s", gflops, "of SGEMM (1 thread)", gflops / gemm1);
     }
 
-    std::printf("\nend to end (CPU backend, %d threads)\n", threads);
+    auto opencl = gpu::OpenClBackend::create(device);
+    if (opencl) {
+        gpu::OpenClBackend& g = **opencl;
+        std::printf("\nOpenCL kernels on %s (%s style; data resident, no transfers; programs built %d, cached %d)\n",
+                    g.device().label().c_str(), g.kernelStyle().c_str(), g.buildCounts().first, g.buildCounts().second);
+        {
+            const int n = 65536, d = 128;
+            const RowMatrixXf x = gaussian(n, d, 1);
+            Rng rng(EngineKind::Pcg64, 2);
+            const auto signs = randomSigns(d, rng);
+            const auto cb = cachedCodebook(CodebookLaw::Beta, d, 3);
+            const double ms = g.timeEncode(x, signs, *cb, 7).value();
+            const double bytes = static_cast<double>(n) * d * sizeof(float);
+            line("WHT + quantize, N = 65536, d = 128, b = 3", ms, "GB/s", bytes / (ms * 1e6), "memcpy time",
+                 ms / (bytes / (copy * 1e6)));
+        }
+        {
+            const int n = 4096, d = 1024, m = 1024;
+            const RowMatrixXf r = gaussian(n, d, 3), s = gaussian(m, d, 4);
+            const double ms = g.timeGemmNT(r, s, 5).value();
+            const double gflops = 2.0 * n * m * static_cast<double>(d) / (ms * 1e6);
+            line("QJL sketch product, N = 4096, d = m = 1024", ms, "GFLOP/s", gflops, "of SGEMM (machine)",
+                 gflops / gemmN);
+            const RowMatrixXf signs = gaussian(n, m, 5);
+            const double msR = g.timeGemmNN(signs, s, 5).value();
+            const double gflopsR = 2.0 * n * m * static_cast<double>(d) / (msR * 1e6);
+            line("QJL reconstruction product, N = 4096, d = m = 1024", msR, "GFLOP/s", gflopsR, "of SGEMM (machine)",
+                 gflopsR / gemmN);
+        }
+        {
+            const int nq = 256, n = 4096, d = 1024;
+            const RowMatrixXf q = gaussian(nq, d, 5), k = gaussian(n, d, 6), v = gaussian(n, d, 7);
+            const double ms = g.timeAttention(q, k, v, 5).value();
+            const double gflops = 4.0 * nq * n * static_cast<double>(d) / (ms * 1e6);
+            line("attention Q = 256, N = 4096, d = 1024", ms, "GFLOP/s", gflops, "of SGEMM (machine)", gflops / gemmN);
+        }
+    } else {
+        std::printf("\nOpenCL: not measured (%s)\n", opencl.error().text().c_str());
+    }
+
+    std::printf("\nend to end\n");
+    double cpuDefaultMs = 0.0;
     for (const ExperimentSpec& spec : {*normalizeSpec(defaultSpec()), largeSpec()}) {
-        CpuBackend backend(threads);
         const double flops = experimentFlops(spec);
-        const double ms = medianMs([&] { (void)runExperiment(spec, backend); }, spec.d > 512 ? 3 : 5, 1);
         const double floorMs = flops / (gemmN * 1e6);
-        std::printf("  %-44s %9.1f ms  %8.1f GFLOP/s  %5.2f x its FLOP floor (%.1f GFLOP at the %d-thread SGEMM rate)\n",
-                    (spec.name + " (" + std::to_string(spec.trialCount()) + " trials)").c_str(), ms,
-                    flops / (ms * 1e6), ms / floorMs, flops / 1e9, threads);
+        const std::string label = spec.name + " (" + std::to_string(spec.trialCount()) + " trials)";
+        CpuBackend backend(threads);
+        const double ms = medianMs([&] { (void)runExperiment(spec, backend); }, spec.d > 512 ? 3 : 5, 1);
+        if (spec.name == "default")
+            cpuDefaultMs = ms;
+        std::printf("  %-34s cpu    %9.1f ms  %8.1f GFLOP/s  %5.2f x its FLOP floor (%.1f GFLOP at the %d-thread SGEMM rate)\n",
+                    label.c_str(), ms, flops / (ms * 1e6), ms / floorMs, flops / 1e9, threads);
+        if (opencl) {
+            const double msG = medianMs([&] { (void)runExperiment(spec, **opencl); }, spec.d > 512 ? 3 : 5, 1);
+            std::printf("  %-34s opencl %9.1f ms  %8.1f GFLOP/s  %5.2f x its FLOP floor", label.c_str(), msG,
+                        flops / (msG * 1e6), msG / floorMs);
+            if (spec.name == "default")
+                std::printf(", %.2f x the CPU backend", msG / cpuDefaultMs);
+            std::printf("\n");
+        }
     }
     return 0;
 }

@@ -4,6 +4,10 @@
 
 #include <CL/opencl.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
 namespace kvlens::gpu {
 
 std::string DeviceInfo::label() const
@@ -59,6 +63,53 @@ Result<std::vector<DeviceInfo>> listDevices()
         return Error{"OpenCL", std::string("no usable OpenCL platform: ") + e.what() + " (error "
                                    + std::to_string(e.err()) + ")"};
     }
+}
+
+namespace {
+
+std::string lower(std::string s)
+{
+    for (char& c : s)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+} // namespace
+
+Result<DeviceInfo> selectDevice(const std::string& given)
+{
+    auto devices = listDevices();
+    if (!devices)
+        return devices.error();
+    std::string request = given;
+    if (request.empty())
+        if (const char* env = std::getenv("KVLENS_OPENCL_DEVICE"))
+            request = env;
+    const auto& list = *devices;
+    if (request.empty()) {
+        for (const char* type : {"GPU", "CPU"})
+            for (const auto& d : list)
+                if (d.type == type)
+                    return d;
+        return list.front();
+    }
+    auto available = [&] {
+        std::string text;
+        for (const auto& d : list)
+            text += (text.empty() ? "" : "; ") + d.label();
+        return text;
+    };
+    if (std::all_of(request.begin(), request.end(), [](unsigned char c) { return std::isdigit(c); })) {
+        const auto index = std::stoul(request);
+        if (index < list.size())
+            return list[index];
+        return Error{"device", "no OpenCL device " + request + " (devices: " + available() + ")"};
+    }
+    const std::string wanted = lower(request);
+    for (const auto& d : list)
+        if (lower(d.name).find(wanted) != std::string::npos || lower(d.platform).find(wanted) != std::string::npos)
+            return d;
+    return Error{"device", "no OpenCL device matches '" + request + "' (devices: " + available() + ")"};
 }
 
 } // namespace kvlens::gpu

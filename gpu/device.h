@@ -28,4 +28,10 @@ struct DeviceInfo {
 /// (no ICD installed, or the ICD loader finds no vendor), with the OpenCL reason.
 Result<std::vector<DeviceInfo>> listDevices();
 
+/// Picks a device: `request` is an index into listDevices() or a case-insensitive substring
+/// of the device or platform name; empty means $KVLENS_OPENCL_DEVICE, and when that is empty
+/// too, the first GPU, else the first CPU device, else the first device. Errors list the
+/// devices there are.
+Result<DeviceInfo> selectDevice(const std::string& request);
+
 } // namespace kvlens::gpu

@@ -143,6 +143,9 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given)
         return outOfRange("metrics.sample_cap", 0, L::kMaxSampleCap, spec.metrics.sampleCap);
     if (!std::isfinite(spec.memoryLimitMb) || spec.memoryLimitMb < 0.0)
         return Error{"memory_limit_mb", "must be >= 0 (0 means half of physical memory), got " + num(spec.memoryLimitMb)};
+    // A spec exported after a fallback says "cpu (fallback: <reason>)": it reruns on the CPU.
+    if (spec.backend.rfind("cpu (fallback", 0) == 0)
+        spec.backend = "cpu";
     if (spec.backend != "cpu" && spec.backend != "opencl" && spec.backend != "auto")
         return Error{"backend", "must be one of cpu, opencl, auto, got '" + spec.backend + "'"};
 

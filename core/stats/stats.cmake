@@ -19,6 +19,8 @@ target_sources(kvlens_core PRIVATE
   stats/ranks.h
   stats/spearman.cpp
   stats/spearman.h
+  stats/validation.cpp
+  stats/validation.h
   stats/wilcoxon.cpp
   stats/wilcoxon.h
 )

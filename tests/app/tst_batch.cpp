@@ -141,6 +141,71 @@ private slots:
         QVERIFY(!QDir(out).exists());
     }
 
+    void openclMatchesTheCpuOrFallsBackWithAReason()
+    {
+        QTemporaryDir dir;
+        const QString spec = writeSpec(dir, R"({"d": 64, "tokens": 256, "queries": 16, "budgets": [3, 4],
+            "seeds": {"count": 2}, "schemes": ["KV", "KQV", "QKQV"]})");
+        const QString cpu = dir.filePath(QStringLiteral("cpu")), gpu = dir.filePath(QStringLiteral("gpu"));
+        QCOMPARE(runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), cpu, QStringLiteral("--quiet"),
+                            QStringLiteral("--no-figures")}).exitCode, 0);
+        const Run r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), gpu, QStringLiteral("--quiet"),
+                                 QStringLiteral("--no-figures"), QStringLiteral("--device"), QStringLiteral("0")});
+        QCOMPARE(r.exitCode, 0);
+        const auto a = readCsv(cpu + QStringLiteral("/summary.csv")), b = readCsv(gpu + QStringLiteral("/summary.csv"));
+        QCOMPARE(a.size(), b.size());
+        const int kl = a.first().indexOf(QStringLiteral("kl_mean"));
+        QFile specFile(gpu + QStringLiteral("/spec.json"));
+        QVERIFY(specFile.open(QIODevice::ReadOnly));
+        const QByteArray written = specFile.readAll();
+        if (r.err.contains("OpenCL unavailable")) {
+            // No usable OpenCL here: the run still completes on the CPU, says so, and the
+            // exported spec records the fallback.
+            QVERIFY(written.contains("cpu (fallback:"));
+        } else {
+            QVERIFY(written.contains("\"backend\": \"opencl\""));
+            QVERIFY(r.out.contains("backend opencl"));
+        }
+        for (int i = 1; i < a.size(); ++i) {
+            const double x = a[i][kl].toDouble(), y = b[i][kl].toDouble();
+            QVERIFY2(std::abs(x - y) <= 1e-4 * std::abs(x), qPrintable(QStringLiteral("%1 vs %2").arg(x).arg(y)));
+        }
+    }
+
+    void missingDeviceFallsBackToTheCpu()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const QString spec = writeSpec(dir, R"({"d": 32, "tokens": 64, "queries": 8, "budgets": [3],
+            "seeds": {"count": 1}, "schemes": ["KV"]})");
+        const Run r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), out, QStringLiteral("--quiet"),
+                                 QStringLiteral("--no-figures"), QStringLiteral("--device"), QStringLiteral("99")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.err.contains("OpenCL unavailable, running on the CPU backend"), r.err.constData());
+        QFile specFile(out + QStringLiteral("/spec.json"));
+        QVERIFY(specFile.open(QIODevice::ReadOnly));
+        QVERIFY(specFile.readAll().contains("cpu (fallback:"));
+        // The exported spec reruns (on the CPU).
+        QCOMPARE(runKvlens({QStringLiteral("--batch"), out + QStringLiteral("/spec.json"), QStringLiteral("--out"),
+                            dir.filePath(QStringLiteral("again")), QStringLiteral("--quiet"), QStringLiteral("--no-figures")})
+                     .exitCode,
+                 0);
+    }
+
+    void validateSeparatesImplementationFromSeed()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const QString spec = writeSpec(dir, R"({"d": 64, "tokens": 256, "queries": 16, "budgets": [4],
+            "seeds": {"count": 6}, "schemes": ["KQV", "QKQV"]})");
+        const Run r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--validate"), QStringLiteral("--out"), out,
+                                 QStringLiteral("--quiet")});
+        QCOMPARE(r.exitCode, 0); // 3 would mean an implementation difference
+        const auto rows = readCsv(out + QStringLiteral("/validation.csv"));
+        QCOMPARE(rows.size(), 1 + 2 * 8); // 2 schemes x 1 budget x 8 metrics
+        QVERIFY(r.out.contains("0 implementation difference(s)"));
+    }
+
     void missingOutIsAnError()
     {
         const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default")});

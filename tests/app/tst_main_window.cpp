@@ -5,6 +5,10 @@
 #include "core/experiment/spec_json.h"
 #include "widgets/control_panel.h"
 #include "widgets/result_view.h"
+#include "widgets/validation_view.h"
+
+#include <QPushButton>
+#include <QTableWidget>
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -43,10 +47,11 @@ private slots:
         QVERIFY(!window.isRunning());
         QCOMPARE(window.lastData().results->trials.size(), std::size_t{3 * 2 * 2});
         QVERIFY(window.lastData().comparisons);
-        QCOMPARE(window.views().size(), std::size_t{7});
+        QCOMPARE(window.views().size(), std::size_t{8});
         // Expected series per view for 3 schemes x 2 budgets.
         const std::map<QString, int> expected = {{"shannon_phi", 6}, {"scatter_6d", 180}, {"kl_distribution", 12},
-                                                 {"routing_recall", 6}, {"theory", 6}, {"sweep", 3}};  // sweep: one line per scheme against n
+                                                 {"routing_recall", 6}, {"theory", 6}, {"sweep", 3},  // sweep: one line per scheme against n
+                                                 {"validation", 0}}; // drawn when a validation runs
         for (widgets::ResultView* v : window.views()) {
             const auto it = expected.find(v->viewId());
             if (it != expected.end())
@@ -101,6 +106,23 @@ private slots:
         window->close();
         delete window;
         QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
+    }
+
+    void validationTab()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        QSignalSpy validated(&window, &app::MainWindow::validationFinished);
+        window.loadSpec(small(3));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        window.validationView()->runButton()->click();
+        QTRY_COMPARE_WITH_TIMEOUT(validated.count(), 1, 240000);
+        QCOMPARE(validated.at(0).at(1).toString(), QString());
+        // 3 schemes x 2 budgets x 8 metrics.
+        QCOMPARE(window.validationView()->table()->rowCount(), 3 * 2 * 8);
+        const QString csv = window.validationView()->dataCsv();
+        QVERIFY(csv.startsWith(QStringLiteral("point,scheme,budget,metric")));
+        QVERIFY2(!csv.contains(QStringLiteral("implementation difference")), qPrintable(csv));
     }
 
     void presetsLoadAndValidate()
