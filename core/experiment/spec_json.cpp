@@ -112,19 +112,31 @@ json pathToJson(const PathConfig& p)
     j["group_size"] = p.groupSize;
     j["axis"] = std::string(uniformAxisName(p.axis));
     j["window"] = p.window;
+    j["allocation"] = std::string(allocationName(p.allocation));
+    j["deff_rule"] = std::string(deffRuleName(p.deffRule));
+    j["gap_threshold"] = p.gapThreshold;
+    j["tail_bits"] = p.tailBits;
+    j["headq_rank"] = p.headqRank;
+    j["headq_bits"] = p.headqBits;
+    j["headq_control"] = std::string(headqControlName(p.headqControl));
+    j["token_policy"] = std::string(tokenPolicyName(p.tokenPolicy));
     return j;
 }
 
 PathConfig pathFromJson(const json& j, const std::string& field)
 {
     checkKeys(j, field, {"rotation", "quantizer", "bits", "norm_format", "residual", "qjl_dim", "group_size", "axis",
-                         "window"});
+                         "window", "allocation", "deff_rule", "gap_threshold", "tail_bits", "headq_rank", "headq_bits",
+                         "headq_control", "token_policy"});
     PathConfig p;
     if (j.contains("rotation"))
         p.rotation = getEnum<Rotation>(j["rotation"], field + ".rotation", rotationFromName, "none, wht, eigen");
+    // The spectral quantizer lives in the eigenbasis: "quantizer": "spectral" alone implies it.
+    if (j.contains("quantizer") && j["quantizer"] == "spectral" && !j.contains("rotation"))
+        p.rotation = Rotation::Eigen;
     if (j.contains("quantizer"))
         p.quantizer = getEnum<QuantizerKind>(j["quantizer"], field + ".quantizer", quantizerFromName,
-                                             "lloyd_beta, lloyd_gauss, lloyd_empirical, uniform");
+                                             "lloyd_beta, lloyd_gauss, lloyd_empirical, uniform, spectral");
     if (j.contains("bits")) {
         const json& b = j["bits"];
         if (b.is_string()) {
@@ -149,6 +161,23 @@ PathConfig pathFromJson(const json& j, const std::string& field)
         p.axis = getEnum<UniformAxis>(j["axis"], field + ".axis", uniformAxisFromName, "per_channel, per_token");
     if (j.contains("window"))
         p.window = getInt(j["window"], field + ".window", 0, 1 << 22);
+    if (j.contains("allocation"))
+        p.allocation = getEnum<Allocation>(j["allocation"], field + ".allocation", allocationFromName, "waterfilling, uniform");
+    if (j.contains("deff_rule"))
+        p.deffRule = getEnum<DeffRule>(j["deff_rule"], field + ".deff_rule", deffRuleFromName, "gap, participation");
+    if (j.contains("gap_threshold"))
+        p.gapThreshold = getNumber(j["gap_threshold"], field + ".gap_threshold");
+    if (j.contains("tail_bits"))
+        p.tailBits = getInt(j["tail_bits"], field + ".tail_bits");
+    if (j.contains("headq_rank"))
+        p.headqRank = getInt(j["headq_rank"], field + ".headq_rank");
+    if (j.contains("headq_bits"))
+        p.headqBits = getInt(j["headq_bits"], field + ".headq_bits");
+    if (j.contains("headq_control"))
+        p.headqControl = getEnum<HeadqControl>(j["headq_control"], field + ".headq_control", headqControlFromName,
+                                               "none, wrong_sign, random_basis");
+    if (j.contains("token_policy"))
+        p.tokenPolicy = getEnum<TokenPolicy>(j["token_policy"], field + ".token_policy", tokenPolicyFromName, "uniform, a2");
     return p;
 }
 
@@ -385,7 +414,7 @@ Result<ExperimentSpec> specFromJson(std::string_view text)
     json j;
     try {
         j = json::parse(text.begin(), text.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) { // parse_error, and out_of_range for numbers like 1e400
         return Error{"", std::string("not valid JSON: ") + e.what()};
     }
     try {

@@ -35,7 +35,7 @@ Result<RegimeParams> Regime::normalize(const RegimeParams& given, const DataShap
     RegimeParams out = defaults();
     for (const auto& [key, value] : given) {
         const auto& descs = params();
-        const auto it = std::find_if(descs.begin(), descs.end(), [&](const ParamDesc& p) { return p.key == key; });
+        const auto it = std::find_if(descs.begin(), descs.end(), [&key = key](const ParamDesc& p) { return p.key == key; });
         if (it == descs.end()) {
             std::string known;
             for (const auto& p : descs)

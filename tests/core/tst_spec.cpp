@@ -114,6 +114,8 @@ private slots:
         QTest::newRow("unknown key") << R"({"tokenz": 5})" << "tokenz" << "unknown key";
         QTest::newRow("version") << R"({"kvlens_spec": 2})" << "kvlens_spec" << "version 2";
         QTest::newRow("not json") << R"({"d": )" << "" << "not valid JSON";
+        // A number beyond double range throws out_of_range from the parser (found by fuzz_spec).
+        QTest::newRow("number out of range") << R"({"d": 1e400})" << "" << "not valid JSON";
         QTest::newRow("sweep unknown") << R"({"sweep": {"rank": [1, 2]}})" << "sweep.rank" << "cannot be swept";
         QTest::newRow("sweep choice param") << R"({"regime": "heavy_tail", "sweep": {"regime.mode": [1]}})"
                                             << "sweep.regime.mode" << "not a numeric parameter";
