@@ -1,2 +1,20 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Tensor file readers of core/io (.npy, .npz, .safetensors), added to kvlens_core.
+target_sources(kvlens_core PRIVATE
+  io/npy.cpp
+  io/npy.h
+  io/npz.cpp
+  io/npz.h
+  io/safetensors.cpp
+  io/safetensors.h
+  io/tensor_file.cpp
+  io/tensor_file.h
+)
+# .npz members are zip entries (stored, deflated, Zip64), read through Debian's libzip-dev.
+# Found through pkg-config, not find_package(libzip): Debian 12's libzip-config.cmake declares
+# libzip::zipcmp, ::zipmerge and ::ziptool and fails with FATAL_ERROR unless the separate zipcmp,
+# zipmerge and ziptool packages are installed. GLOBAL so that targets outside core/ that link
+# kvlens_core (tests, fuzz) can resolve the imported target.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(libzip REQUIRED IMPORTED_TARGET GLOBAL libzip>=1.7)
+target_link_libraries(kvlens_core PUBLIC PkgConfig::libzip)

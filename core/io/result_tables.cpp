@@ -68,8 +68,8 @@ std::string trialsCsv(const ResultSet& results)
     CsvWriter csv(withSweepColumns(results.spec, {"point"}, {"scheme", "budget", "seed", "snr_k", "phi_k", "snr_v", "phi_v", "snr_t", "phi_t",
                    "rel_mse_k", "rel_mse_v", "raw_mse_k", "score_err_mean", "score_err_var", "score_err_var_base",
                    "score_err_var_pred", "log_mean_exp_score_err", "entropy_mean", "bits_k", "bits_v", "saturated_norms",
-                   "ms_key_path",
-                   "ms_value_path", "ms_attention", "ms_metrics"}));
+                   "deff_k", "deff_pr_k", "deff_gap_k", "deff_v", "deff_pr_v", "deff_gap_v",
+                   "ms_key_path", "ms_value_path", "ms_attention", "ms_metrics"}));
     for (const TrialResult& t : results.trials) {
         csv.add(t.key.point);
         addSweepValues(csv, results.spec, t.key.point);
@@ -80,6 +80,12 @@ std::string trialsCsv(const ResultSet& results)
             .add(t.scoreErrorVarBase).add(t.scoreErrorVarPredicted).add(t.logMeanExpScoreError).add(t.meanEntropy)
             .add(t.bits.key)
             .add(t.bits.value).add(t.saturatedNorms);
+        for (const EffectiveDimension* e : {&t.deffK, &t.deffV}) {
+            if (e->valid())
+                csv.add(e->used).add(e->participationRatio).add(e->gapRule);
+            else
+                csv.add("").add("").add("");
+        }
         csv.add(t.timings.keyPath).add(t.timings.valuePath).add(t.timings.attention).add(t.timings.metrics);
         csv.endRow();
     }

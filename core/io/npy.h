@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The NumPy .npy format (versions 1.0, 2.0, 3.0): a strict header parser that validates before anything is allocated.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/io/tensor_file.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace kvlens::io {
+
+/// Largest header (the dict text, after the length field) the parser accepts. NumPy itself refuses
+/// more than 10 000 bytes by default; 64 KiB leaves room for long shapes.
+inline constexpr std::uint64_t kNpyMaxHeaderBytes = 64 * 1024;
+/// Magic (6) + version (2) + the longest length field (4): a prefix of this many bytes plus
+/// kNpyMaxHeaderBytes always holds a complete header.
+inline constexpr std::uint64_t kNpyMaxPreambleBytes = 12 + kNpyMaxHeaderBytes;
+
+/// Parses the header of a whole .npy file held in `bytes` (reference: numpy.lib.format, "The .npy
+/// format", NEP 1). The single tensor is named "array". The payload must be exactly
+/// product(shape) × itemsize bytes, so a truncated or over-long file is an error. `label` names the
+/// source (a path) in errors.
+Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, const std::string& label);
+
+/// Same, for a prefix of a file of `fileSize` bytes: `bytes` must hold at least the complete header
+/// (min(fileSize, kNpyMaxPreambleBytes) bytes always do); the payload size is checked against
+/// `fileSize`. `tensor` is the name used in the result and in errors (an .npz member's name).
+Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, std::uint64_t fileSize,
+                                      const std::string& label, const std::string& tensor = "array");
+
+} // namespace kvlens::io

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The safetensors header (huggingface/safetensors format description): length, JSON, offsets that tile the buffer.
+#include "core/io/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <vector>
+
+namespace kvlens::io {
+
+using nlohmann::json;
+
+namespace {
+
+/// Thrown inside this file only; converted to an Error at the public boundary.
+struct HeaderError {
+    std::string message;
+};
+
+std::string tensorPrefix(const std::string& name)
+{
+    return "tensor " + quoteName(name) + ": ";
+}
+
+DType dtypeFromName(const std::string& tensor, const json& value)
+{
+    if (!value.is_string())
+        throw HeaderError{tensorPrefix(tensor) + "'dtype' is not a string"};
+    const auto& name = value.get_ref<const std::string&>();
+    if (name == "F16")
+        return DType::F16;
+    if (name == "BF16")
+        return DType::BF16;
+    if (name == "F32")
+        return DType::F32;
+    if (name == "F64")
+        return DType::F64;
+    throw HeaderError{tensorPrefix(tensor) + "dtype " + quoteName(name) + " is not supported (F16, BF16, F32, F64 only)"};
+}
+
+std::uint64_t nonNegative(const std::string& tensor, const char* field, const json& value)
+{
+    if (!value.is_number_unsigned())
+        throw HeaderError{tensorPrefix(tensor) + "'" + field + "' holds " + value.dump().substr(0, 40)
+                          + ", not a non-negative integer"};
+    return value.get<std::uint64_t>();
+}
+
+std::string offsetsText(std::uint64_t begin, std::uint64_t end)
+{
+    return "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+}
+
+/// One tensor entry, with its offsets relative to the data buffer.
+struct Entry {
+    TensorInfo info;
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+};
+
+Entry parseEntry(const std::string& name, const json& value, const std::string& label)
+{
+    if (!value.is_object())
+        throw HeaderError{tensorPrefix(name) + "entry is not a JSON object"};
+    for (const auto& [key, unused] : value.items())
+        if (key != "dtype" && key != "shape" && key != "data_offsets")
+            throw HeaderError{tensorPrefix(name) + "unknown key " + quoteName(key)
+                              + " (expected 'dtype', 'shape', 'data_offsets')"};
+    for (const char* key : {"dtype", "shape", "data_offsets"})
+        if (!value.contains(key))
+            throw HeaderError{tensorPrefix(name) + "lacks '" + key + "'"};
+
+    Entry entry;
+    entry.info.name = name;
+    entry.info.dtype = dtypeFromName(name, value["dtype"]);
+    const json& shape = value["shape"];
+    if (!shape.is_array())
+        throw HeaderError{tensorPrefix(name) + "'shape' is not an array"};
+    for (const json& d : shape) {
+        const std::uint64_t dim = nonNegative(name, "shape", d);
+        if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            throw HeaderError{tensorPrefix(name) + "dimension " + std::to_string(dim) + " exceeds 2^63 - 1"};
+        entry.info.shape.push_back(static_cast<std::int64_t>(dim));
+    }
+    const json& offsets = value["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2)
+        throw HeaderError{tensorPrefix(name) + "'data_offsets' is not a [begin, end] pair"};
+    entry.begin = nonNegative(name, "data_offsets", offsets[0]);
+    entry.end = nonNegative(name, "data_offsets", offsets[1]);
+    if (entry.end < entry.begin)
+        throw HeaderError{tensorPrefix(name) + offsetsText(entry.begin, entry.end) + " end before they begin"};
+
+    const auto bytes = checkedPayloadBytes(entry.info.shape, entry.info.dtype, name, label);
+    if (!bytes)
+        throw HeaderError{bytes.error().message};
+    if (*bytes != entry.end - entry.begin)
+        throw HeaderError{tensorPrefix(name) + "shape x " + std::string(dtypeName(entry.info.dtype)) + " needs "
+                          + std::to_string(*bytes) + " bytes but " + offsetsText(entry.begin, entry.end) + " span "
+                          + std::to_string(entry.end - entry.begin)};
+    entry.info.dataBytes = *bytes;
+    return entry;
+}
+
+/// Parses the JSON text, refusing duplicate keys at any depth (nlohmann::json would keep the last).
+json parseJson(std::string_view text)
+{
+    std::vector<std::set<std::string>> seen;
+    std::string duplicate;
+    bool topLevel = false;
+    const json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) {
+            seen.emplace_back();
+        } else if (event == json::parse_event_t::object_end) {
+            seen.pop_back();
+        } else if (event == json::parse_event_t::key && duplicate.empty()) {
+            const auto& key = parsed.get_ref<const std::string&>();
+            if (!seen.back().insert(key).second) {
+                duplicate = key;
+                topLevel = seen.size() == 1;
+            }
+        }
+        return true;
+    };
+    json header;
+    try {
+        header = json::parse(text.begin(), text.end(), callback);
+    } catch (const json::exception& e) {
+        throw HeaderError{std::string("header is not valid JSON: ") + e.what()};
+    }
+    if (!duplicate.empty())
+        throw HeaderError{topLevel ? tensorPrefix(duplicate) + "duplicate name in the header"
+                                   : "duplicate key " + quoteName(duplicate) + " in the header"};
+    return header;
+}
+
+} // namespace
+
+Result<TensorFileInfo> parseSafetensorsHeader(std::span<const std::uint8_t> bytes, std::uint64_t fileSize,
+                                              const std::string& label)
+{
+    if (bytes.size() > fileSize)
+        return Error{label, "given " + std::to_string(bytes.size()) + " bytes of a " + std::to_string(fileSize)
+                                + "-byte file"};
+    if (fileSize < 8)
+        return Error{label, "file too short for the 8-byte header length (" + std::to_string(fileSize) + " bytes)"};
+    if (bytes.size() < 8)
+        return Error{label, "short read: " + std::to_string(bytes.size()) + " bytes given, the header length needs 8"};
+    std::uint64_t headerLength = 0;
+    for (std::size_t i = 8; i > 0; --i)
+        headerLength = (headerLength << 8) | bytes[i - 1];
+    if (headerLength > kSafetensorsMaxHeaderBytes)
+        return Error{label, "header length " + std::to_string(headerLength) + " exceeds the cap of "
+                                + std::to_string(kSafetensorsMaxHeaderBytes) + " bytes"};
+    if (headerLength > fileSize - 8)
+        return Error{label, "header length " + std::to_string(headerLength) + " runs past the end of the file ("
+                                + std::to_string(fileSize) + " bytes)"};
+    if (bytes.size() < 8 + headerLength)
+        return Error{label, "short read: " + std::to_string(bytes.size()) + " bytes given, the header needs "
+                                + std::to_string(8 + headerLength)};
+    const std::uint64_t bufferBytes = fileSize - 8 - headerLength;
+
+    TensorFileInfo result;
+    result.path = label;
+    result.format = "safetensors";
+    std::vector<Entry> entries;
+    try {
+        const json header = parseJson(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8),
+                                                       static_cast<std::size_t>(headerLength)));
+        if (!header.is_object())
+            throw HeaderError{"header is not a JSON object"};
+        for (const auto& [key, value] : header.items()) {
+            if (key != "__metadata__") {
+                entries.push_back(parseEntry(key, value, label));
+                continue;
+            }
+            if (!value.is_object())
+                throw HeaderError{"'__metadata__' is not a JSON object"};
+            for (const auto& [mkey, mvalue] : value.items()) {
+                if (!mvalue.is_string())
+                    throw HeaderError{"'__metadata__' value of " + quoteName(mkey) + " is not a string (got "
+                                      + std::string(mvalue.type_name()) + ")"};
+                result.metadata[mkey] = mvalue.get<std::string>();
+            }
+        }
+    } catch (const HeaderError& e) {
+        return Error{label, e.message};
+    }
+
+    // Sorted by position, the tensors must tile [0, bufferBytes): the reference implementation's rule,
+    // which also guarantees no byte of the file is unaccounted for.
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    });
+    for (const Entry& e : entries)
+        if (e.end > bufferBytes)
+            return Error{label, tensorPrefix(e.info.name) + offsetsText(e.begin, e.end) + " run past the end of the "
+                                    + std::to_string(bufferBytes) + "-byte data buffer"};
+    std::uint64_t covered = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const Entry& e = entries[i];
+        if (e.begin < covered)
+            return Error{label, tensorPrefix(e.info.name) + offsetsText(e.begin, e.end) + " overlap tensor "
+                                    + quoteName(entries[i - 1].info.name) + " (which ends at " + std::to_string(covered)
+                                    + ")"};
+        if (e.begin > covered)
+            return Error{label, tensorPrefix(e.info.name) + "hole of " + std::to_string(e.begin - covered)
+                                    + " bytes before its " + offsetsText(e.begin, e.end)};
+        covered = e.end;
+    }
+    if (covered < bufferBytes)
+        return Error{label, (entries.empty() ? std::string() : tensorPrefix(entries.back().info.name)) + "hole of "
+                                + std::to_string(bufferBytes - covered) + " bytes at the end of the "
+                                + std::to_string(bufferBytes) + "-byte data buffer"};
+
+    for (Entry& e : entries) {
+        e.info.dataOffset = 8 + headerLength + e.begin;
+        result.tensors.push_back(std::move(e.info));
+    }
+    return result;
+}
+
+} // namespace kvlens::io
