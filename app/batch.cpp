@@ -8,6 +8,7 @@
 #include "core/io/atomic_file.h"
 #include "core/io/result_tables.h"
 #include "core/stats/comparison.h"
+#include "core/stats/proxies.h"
 #include "core/stats/validation.h"
 #include "widgets/figure_export.h"
 #include "widgets/views.h"
@@ -117,12 +118,14 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     }
     const std::string dir = options.outDir + "/";
     const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(*results);
+    const std::vector<stats::ProxyRow> proxies = stats::proxyStudy(*results);
     const std::pair<std::string, std::string> files[] = {
         {"spec.json", specToJson(results->spec) + "\n"},
         {"summary.csv", summaryCsv(*results)},
         {"trials.csv", trialsCsv(*results)},
         {"queries.csv", queriesCsv(*results)},
         {"comparisons.csv", stats::comparisonsCsv(*results, comparisons)},
+        {"proxies.csv", stats::proxiesCsv(*results, proxies)},
     };
     for (const auto& [name, contents] : files) {
         if (auto written = writeFileAtomic(dir + name, contents); !written) {
@@ -135,6 +138,7 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     widgets::ViewData data;
     data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
     data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
+    data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(proxies);
     data.results = std::make_shared<const ResultSet>(*results);
     QWidget host;
     const QString figuresDir = QDir(QString::fromStdString(options.outDir)).filePath(QStringLiteral("figures"));
@@ -157,8 +161,9 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         << static_cast<long long>(results->elapsedMs) << " ms\n";
     if (!results->regimeNote.empty())
         out << results->regimeNote << "\n";
-    out << summaryText(*results) << "\n" << stats::comparisonsText(*results, comparisons);
-    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv}";
+    out << summaryText(*results) << "\n" << stats::comparisonsText(*results, comparisons) << "\n"
+        << stats::proxiesText(proxies);
+    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv}";
     if (options.figures)
         out << " and " << figureFiles << " files in " << options.outDir << "/figures";
     out << "\n";

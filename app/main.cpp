@@ -57,9 +57,13 @@ int main(int argc, char** argv)
                       << " compute units, " << d.globalMemory / (1024 * 1024) << " MiB]\n";
         return 0;
     }
-    // Batch mode renders figures without a display: default to the offscreen platform.
+    // Batch mode renders figures without a display, and --help / --version need none:
+    // default to the offscreen platform there.
     const bool batch = hasArgument(argc, argv, "--batch");
-    if (batch && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
+    const bool headless = batch || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
+                          || hasArgument(argc, argv, "--help-all") || hasArgument(argc, argv, "--version")
+                          || hasArgument(argc, argv, "-v");
+    if (headless && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
         setenv("QT_QPA_PLATFORM", "offscreen", 1);
 
     g_defaultHandler = qInstallMessageHandler(filterMessages);
@@ -76,7 +80,8 @@ int main(int argc, char** argv)
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
         "Batch mode (no display needed):\n"
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
-        "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv"));
+        "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv,\n"
+        "                                       proxies.csv"));
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption batchOption(QStringLiteral("batch"),

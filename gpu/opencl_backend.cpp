@@ -338,7 +338,10 @@ std::pair<int, int> OpenClBackend::buildCounts() const
 PathResult OpenClBackend::encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x,
                                      const RowMatrixXf* queries)
 {
-    if (plan.config.quantizer == QuantizerKind::Uniform)
+    // No kernels (yet) for KIVI-style groups, SpectralQuant, HeadQ or per-token widths: those
+    // paths run on the CPU implementation.
+    if (plan.config.quantizer == QuantizerKind::Uniform || plan.config.quantizer == QuantizerKind::Spectral
+        || plan.config.residual == ResidualKind::HeadQ || !plan.tokenBits.empty())
         return encodePathCpu(plan, x, queries);
     Impl& I = *m_impl;
     try {

@@ -66,13 +66,32 @@ ComparisonView::ComparisonView(QWidget* parent)
     m_table->setSortingEnabled(true);
     m_table->verticalHeader()->setVisible(false);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    // Plot above, table below, user-resizable.
+    m_proxies = new QTableWidget(this);
+    m_proxies->setColumnCount(2 + stats::kProxyCount);
+    m_proxies->setToolTip(QStringLiteral("The proxy study: Spearman rho between each cheap error measure and per-query "
+                                         "KL; the best predictor of damage in each row is bold."));
+    auto proxyHeader = [this](int column, const QString& title, const QString& tooltip) {
+        auto* item = new QTableWidgetItem(title);
+        item->setToolTip(tooltip);
+        m_proxies->setHorizontalHeaderItem(column, item);
+    };
+    proxyHeader(0, QStringLiteral("proxy rho vs KL"), QStringLiteral("A scheme (pooled over budgets and seeds), or all schemes pooled."));
+    proxyHeader(1, QStringLiteral("queries"), QStringLiteral("Queries in the correlation."));
+    for (int p = 0; p < stats::kProxyCount; ++p)
+        proxyHeader(2 + p, QString::fromUtf8(stats::kProxyColumns[static_cast<std::size_t>(p)]),
+                    QString::fromUtf8(stats::kProxyDescriptions[static_cast<std::size_t>(p)]));
+    m_proxies->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_proxies->verticalHeader()->setVisible(false);
+    m_proxies->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Plot above, tables below, user-resizable.
     m_layout->removeWidget(m_plot);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_plot);
     split->addWidget(m_table);
+    split->addWidget(m_proxies);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    split->setStretchFactor(2, 1);
     m_layout->addWidget(split, 1);
     setToolTip(viewDescription());
 }
@@ -98,6 +117,7 @@ void ComparisonView::redraw()
     m_plot->yAxis->setLabel(QString());
     if (data().empty() || !data().comparisons) {
         m_table->setRowCount(0);
+        m_proxies->setRowCount(0);
         m_plot->replot();
         return;
     }
@@ -170,6 +190,38 @@ void ComparisonView::redraw()
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
     fillTable();
+    fillProxyTable();
+}
+
+void ComparisonView::fillProxyTable()
+{
+    const std::vector<stats::ProxyRow> none;
+    const auto& rows = data().proxies ? *data().proxies : none;
+    m_proxies->setRowCount(static_cast<int>(rows.size()));
+    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+        const stats::ProxyRow& r = rows[static_cast<std::size_t>(i)];
+        m_proxies->setItem(i, 0, new QTableWidgetItem(QString::fromStdString(r.group)));
+        auto* count = new QTableWidgetItem(QString::number(r.queries));
+        count->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        m_proxies->setItem(i, 1, count);
+        int best = -1;
+        for (int p = 0; p < stats::kProxyCount; ++p) {
+            const double rho = r.rho[static_cast<std::size_t>(p)];
+            if (std::isfinite(rho) && (best < 0 || rho > r.rho[static_cast<std::size_t>(best)]))
+                best = p;
+        }
+        for (int p = 0; p < stats::kProxyCount; ++p) {
+            const double rho = r.rho[static_cast<std::size_t>(p)];
+            auto* item = new QTableWidgetItem(std::isfinite(rho) ? QString::number(rho, 'f', 3) : QStringLiteral("-"));
+            item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            if (p == best) {
+                QFont bold = item->font();
+                bold.setBold(true);
+                item->setFont(bold);
+            }
+            m_proxies->setItem(i, 2 + p, item);
+        }
+    }
 }
 
 void ComparisonView::fillTable()

@@ -11,7 +11,8 @@ namespace kvlens::widgets {
 
 /// Every compared pair of schemes at each budget: a forest plot of the median-KL ratio with
 /// its bootstrap interval (log axis, 1 = no difference), and the full table (tests, effect
-/// sizes, Holm-adjusted p-values) below it.
+/// sizes, Holm-adjusted p-values) below it; under that, the proxy study (which error measure
+/// ranks queries by their KL).
 class ComparisonView final : public ResultView {
     Q_OBJECT
 public:
@@ -22,15 +23,19 @@ public:
     /// The whole comparison table (what comparisons.csv holds).
     QString dataCsv() const override;
     QTableWidget* table() const { return m_table; }
+    /// The proxy study: Spearman rho of each proxy against per-query KL, per scheme and pooled.
+    QTableWidget* proxyTable() const { return m_proxies; }
 
 protected:
     void redraw() override;
 
 private:
     void fillTable();
+    void fillProxyTable();
 
     QComboBox* m_budget = nullptr;
     QTableWidget* m_table = nullptr;
+    QTableWidget* m_proxies = nullptr;
 };
 
 } // namespace kvlens::widgets

@@ -15,12 +15,15 @@ namespace kvlens::widgets {
 
 namespace {
 
-const char* const kHeaders[] = {"scheme", "n", "Var(ŝ−s) measured", "predicted", "measured / predicted",
+const char* const kHeaders[] = {"scheme", "n", "d_eff K; V", "Var(ŝ−s) measured", "predicted", "measured / predicted",
                                 "QJL / residual ignored (π/2 = 1.571)", "vs n-bit scalar (2π = 6.283)",
                                 "Jensen σ²/2", "log E[exp(ŝ−s)]"};
 
 const char* const kTooltips[] = {
-    "Scheme.", "Bit budget.", "Variance of the key path's score error over all (query, key) pairs.",
+    "Scheme.", "Bit budget.",
+    "SpectralQuant's effective dimension (first seed): the participation ratio (Σλ)²/Σλ² and the spectral-gap "
+    "rule's cut; the starred one decided how many eigen-coordinates are modelled.",
+    "Variance of the key path's score error over all (query, key) pairs.",
     "Closed-form prediction from the codebook distortion (n/a for quantizers without one).",
     "How well the isotropic-error theory holds for this data (1 = exactly).",
     "Score-error variance with the QJL correction over that of ignoring the residual: about π/2 = 1.571.",
@@ -31,6 +34,19 @@ const char* const kTooltips[] = {
 QString fmt(double v)
 {
     return std::isfinite(v) ? QString::number(v, 'g', 4) : QStringLiteral("n/a");
+}
+
+/// "8 (PR 7.9, gap 8*)": both estimates of d_eff, the one used starred.
+QString deffText(const EffectiveDimension& e)
+{
+    if (!e.valid())
+        return QStringLiteral("–");
+    return QStringLiteral("%1 (PR %2%3, gap %4%5)")
+        .arg(e.used)
+        .arg(e.participationRatio, 0, 'f', 1)
+        .arg(e.byGap ? QString() : QStringLiteral("*"))
+        .arg(e.gapRule)
+        .arg(e.byGap ? QStringLiteral("*") : QString());
 }
 
 } // namespace
@@ -139,7 +155,12 @@ void TheoryView::redraw()
     m_table->setRowCount(static_cast<int>(rows.size()));
     for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
         const TheoryRow& t = *rows[static_cast<std::size_t>(i)];
-        const QString values[] = {schemeName(t.scheme), QString::number(t.budget), fmt(t.measured), fmt(t.predicted),
+        const TrialResult* first = data().results->find(t.point, t.scheme, t.budget, 0);
+        const bool spectral = first && (first->deffK.valid() || first->deffV.valid());
+        const QString values[] = {schemeName(t.scheme), QString::number(t.budget),
+                                  spectral ? QStringLiteral("%1; %2").arg(deffText(first->deffK), deffText(first->deffV))
+                                           : QStringLiteral("–"),
+                                  fmt(t.measured), fmt(t.predicted),
                                   fmt(t.measured / t.predicted), fmt(t.qjlOverBase),
                                   t.scalarPartner >= 0 ? QStringLiteral("%1 (vs %2)").arg(fmt(t.overScalar),
                                                                                          schemeName(t.scalarPartner))

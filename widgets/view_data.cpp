@@ -11,8 +11,10 @@ ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withCompari
     if (!results)
         return data;
     data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
-    if (withComparisons)
+    if (withComparisons) {
         data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(stats::compareSchemes(*results));
+        data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(stats::proxyStudy(*results));
+    }
     data.results = std::move(results);
     return data;
 }

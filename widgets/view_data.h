@@ -5,6 +5,7 @@
 #include "core/experiment/result.h"
 #include "core/metrics/figures.h"
 #include "core/stats/comparison.h"
+#include "core/stats/proxies.h"
 
 #include <QMetaType>
 
@@ -19,6 +20,7 @@ struct ViewData {
     std::shared_ptr<const ResultSet> results;
     std::shared_ptr<const FigureData> figures;
     std::shared_ptr<const std::vector<stats::ComparisonRow>> comparisons;
+    std::shared_ptr<const std::vector<stats::ProxyRow>> proxies; ///< with the comparisons
     bool partial = false;
 
     bool empty() const { return !results || results->trials.empty(); }

@@ -38,6 +38,15 @@ struct TrialTimings {
     double total() const { return keyPath + valuePath + attention + metrics; }
 };
 
+/// SpectralQuant's effective dimension on one path, both estimates and the one used (design §4).
+struct EffectiveDimension {
+    int used = 0;                    ///< 0: the path is not spectral
+    double participationRatio = 0.0; ///< (sum lambda)^2 / sum lambda^2 of the calibration spectrum
+    int gapRule = 0;                 ///< d_eff by the spectral-gap rule at the path's threshold
+    bool byGap = false;              ///< which of the two decided `used`
+    bool valid() const { return used > 0; }
+};
+
 /// Identity of a trial within its run.
 struct TrialKey {
     int point = 0;       ///< grid point (0 without a sweep)
@@ -61,6 +70,7 @@ struct TrialResult {
     double logMeanExpScoreError = 0.0;    ///< log of the mean of exp(s^ - s): the Jensen inflation of the weights
     double meanEntropy = 0.0;             ///< mean H(p) of the exact attention, nats
     int saturatedNorms = 0;
+    EffectiveDimension deffK, deffV;      ///< SpectralQuant paths only
 
     // Per query (spec.queries entries each).
     std::vector<float> kl, recall, fisher, a2, snrT, phiT, relMseT, d2;

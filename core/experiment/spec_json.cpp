@@ -162,7 +162,7 @@ PathConfig pathFromJson(const json& j, const std::string& field)
     if (j.contains("window"))
         p.window = getInt(j["window"], field + ".window", 0, 1 << 22);
     if (j.contains("allocation"))
-        p.allocation = getEnum<Allocation>(j["allocation"], field + ".allocation", allocationFromName, "waterfilling, uniform");
+        p.allocation = getEnum<Allocation>(j["allocation"], field + ".allocation", allocationFromName, "water_filling, uniform");
     if (j.contains("deff_rule"))
         p.deffRule = getEnum<DeffRule>(j["deff_rule"], field + ".deff_rule", deffRuleFromName, "gap, participation");
     if (j.contains("gap_threshold"))

@@ -3,6 +3,7 @@
 #include "core/experiment/trial.h"
 
 #include "core/metrics/vector_metrics.h"
+#include "core/quant/token_policy.h"
 
 #include <chrono>
 #include <cmath>
@@ -128,14 +129,19 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     const RowMatrixXf* calibrationKeys = data.calibrationKeys.rows() > 0 ? &data.calibrationKeys : nullptr;
     const RowMatrixXf* calibrationValues = data.calibrationValues.rows() > 0 ? &data.calibrationValues : nullptr;
 
+    const RowMatrixXf* calibrationQueries = data.calibrationQueries.rows() > 0 ? &data.calibrationQueries : nullptr;
+
     auto start = Clock::now();
-    const PathPlan keyPlan = planPath(scheme.key, budget, spec.d, PathSite::Keys, calibrationKeys, spec.engine, g.seed);
+    PlanInputs keyInputs{calibrationKeys, calibrationQueries, g.keySpectra};
+    const PathPlan keyPlan = planPath(scheme.key, budget, spec.d, PathSite::Keys, keyInputs, spec.engine, g.seed);
     const PathResult keyPath = backend.encodePath(keyPlan, data.keys, &data.queries);
     t.timings.keyPath = msSince(start);
 
     start = Clock::now();
-    const PathPlan valuePlan =
-        planPath(scheme.value, budget, spec.d, PathSite::Values, calibrationValues, spec.engine, g.seed);
+    PlanInputs valueInputs{calibrationValues, calibrationQueries, g.valueSpectra};
+    PathPlan valuePlan = planPath(scheme.value, budget, spec.d, PathSite::Values, valueInputs, spec.engine, g.seed);
+    if (valuePlan.config.tokenPolicy == TokenPolicy::A2 && calibrationQueries)
+        valuePlan.tokenBits = a2TokenBits(data.keys, *calibrationQueries, data.values, valuePlan.bits, valuePlan.scoreScale);
     const PathResult valuePath = backend.encodePath(valuePlan, data.values, nullptr);
     t.timings.valuePath = msSince(start);
 
@@ -181,6 +187,18 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
                   mean(valueErrors.phi), mean(outputErrors.snrDb), mean(outputErrors.phi)};
     t.relMseK = keyErrors.sumNorm2 > 0.0 ? keyErrors.sumError2 / keyErrors.sumNorm2 : 0.0;
     t.relMseV = valueErrors.sumNorm2 > 0.0 ? valueErrors.sumError2 / valueErrors.sumNorm2 : 0.0;
+    auto effectiveDimension = [](const PathPlan& plan) {
+        EffectiveDimension e;
+        if (plan.config.quantizer == QuantizerKind::Spectral && plan.spectrum) {
+            e.used = plan.deff;
+            e.participationRatio = plan.spectrum->participationRatio;
+            e.gapRule = plan.gapDeff;
+            e.byGap = plan.config.deffRule == DeffRule::Gap;
+        }
+        return e;
+    };
+    t.deffK = effectiveDimension(keyPlan);
+    t.deffV = effectiveDimension(valuePlan);
     t.rawMseK = keyErrors.sumError2 / (static_cast<double>(spec.tokens) * spec.d);
 
     const Moments errors = differenceMoments(keyPath.scores, g.scores);

@@ -4,6 +4,7 @@
 
 #include "core/experiment/backend.h"
 #include "core/experiment/result.h"
+#include "core/quant/spectral.h"
 #include "core/regimes/regime.h"
 
 namespace kvlens {
@@ -18,6 +19,10 @@ struct TrialGroup {
     std::vector<double> logSumExp;
     double meanQueryNorm2 = 0.0;     ///< for the score-error theory
     double meanKeyNorm2 = 0.0;
+    /// Eigen-decompositions of the calibration sets, shared by every scheme and budget of the
+    /// group (key site: keys, queries; value site: values, queries). Filled on first use; a
+    /// group is only ever used by one thread.
+    mutable std::shared_ptr<const SpectralAnalysis> keySpectra[2], valueSpectra[2];
 };
 
 /// Draws the data of one (point, seed) and computes its exact attention on `backend`.

@@ -295,9 +295,14 @@ Codebook designEmpiricalCodebook(std::span<const float> samples, int bits, int d
     cb.variance = prefix2[n] / static_cast<double>(n);
 
     std::vector<double> c(static_cast<std::size_t>(levels));
-    for (int i = 0; i < levels; ++i) {
-        const double q = (i + 0.5) / levels * static_cast<double>(n - 1);
-        c[static_cast<std::size_t>(i)] = x[static_cast<std::size_t>(q)];
+    if (options.initialLevels.size() == static_cast<std::size_t>(levels)) {
+        c = options.initialLevels;
+        std::sort(c.begin(), c.end());
+    } else {
+        for (int i = 0; i < levels; ++i) {
+            const double q = (i + 0.5) / levels * static_cast<double>(n - 1);
+            c[static_cast<std::size_t>(i)] = x[static_cast<std::size_t>(q)];
+        }
     }
     std::vector<std::size_t> start(static_cast<std::size_t>(levels + 1));
     auto assignCells = [&] {
@@ -345,6 +350,19 @@ Codebook designEmpiricalCodebook(std::span<const float> samples, int bits, int d
         sse += (prefix2[b] - prefix2[a]) - 2.0 * ci * (prefix[b] - prefix[a]) + ci * ci * cnt;
     }
     cb.mse = std::max(0.0, sse / static_cast<double>(n));
+    finishCodebook(cb);
+    return cb;
+}
+
+Codebook affineCodebook(const Codebook& base, double shift, double scale)
+{
+    Codebook cb = base;
+    for (double& level : cb.levels)
+        level = shift + scale * level;
+    for (double& threshold : cb.thresholds)
+        threshold = shift + scale * threshold;
+    cb.mse = base.mse * scale * scale;
+    cb.variance = base.variance * scale * scale;
     finishCodebook(cb);
     return cb;
 }

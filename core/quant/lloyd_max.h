@@ -70,6 +70,10 @@ struct Codebook {
 struct LloydOptions {
     double tolerance = 1e-12;   ///< stop when no level moves more than this
     int maxIterations = 200000;
+    /// Empirical designs only: starting levels (ascending, 2^bits of them). Empty: the sample
+    /// quantiles. On samples the iteration stops at the first fixed point, which from quantiles
+    /// leaves the sparse tails under-served at 6-8 bits; a law's Lloyd-Max levels start nearer.
+    std::vector<double> initialLevels;
 };
 
 /// Lloyd-Max codebook for the Beta sphere-coordinate law in dimension dim (>= 3), 1..8 bits.
@@ -86,6 +90,11 @@ Codebook designGaussianCodebook(int dim, int bits, const LloydOptions& options =
 /// cell means with prefix sums over the sorted samples. `dim` is recorded, not used.
 Codebook designEmpiricalCodebook(std::span<const float> samples, int bits, int dim = 0,
                                  const LloydOptions& options = {});
+
+/// The codebook `base` moved to mean `shift` and stretched by `scale` (> 0): levels and
+/// thresholds x -> shift + scale x, mse and variance scaled by scale^2 (variance about 0 of the
+/// stretched law, not the shifted one). Used for per-coordinate codebooks of known spread.
+Codebook affineCodebook(const Codebook& base, double shift, double scale);
 
 /// Designs (once) and returns the Beta or Gaussian codebook for (law, dim, bits).
 /// Thread-safe; codebooks are immutable and shared.

@@ -5,6 +5,7 @@
 #include "core/common/types.h"
 #include "core/quant/lloyd_max.h"
 #include "core/quant/scheme.h"
+#include "core/quant/spectral.h"
 #include "core/quant/uniform_quantizer.h"
 #include "core/rng/rng.h"
 
@@ -27,15 +28,43 @@ struct PathPlan {
     std::vector<float> signs;  ///< WHT diagonal (dim entries), empty without rotation
     std::shared_ptr<const Codebook> codebook; ///< Lloyd quantizers
     UniformOptions uniform;    ///< uniform quantizer
-    RowMatrixXf sketch;        ///< QJL matrix S (m x dim), empty without QJL
+    RowMatrixXf sketch;        ///< QJL matrix S (m x dim), empty without QJL (m x d_eff for SpectralQuant)
     float scoreScale = 1.0f;   ///< 1/sqrt(d): scores are q.k / sqrt(d)
+
+    // SpectralQuant: the calibrated eigenbasis and what lives in it.
+    Eigen::MatrixXf eigenbasis;                 ///< d x d, columns by descending eigenvalue
+    std::shared_ptr<const SpectralAnalysis> spectrum;
+    int deff = 0;                               ///< leading coordinates modelled (the QJL acts on these)
+    int gapDeff = 0;                            ///< the gap rule's d_eff, reported whichever rule decided
+    std::vector<int> coordBits;                 ///< bits of each eigen-coordinate
+    std::vector<std::shared_ptr<const Codebook>> coordCodebooks; ///< empirical, absolute units (null: 0 bits)
+    std::vector<float> coordMeans;              ///< reconstruction of 0-bit coordinates
+
+    // HeadQ: the side-code basis (d x r): the calibration queries' PCA, or a random one.
+    Eigen::MatrixXf headqBasis;
+
+    // Per-token bits of a value path under the A^2 policy (empty: every token at `bits`).
+    std::vector<int> tokenBits;
 
     bool hasResidual() const { return config.residual != ResidualKind::None; }
     int sketchRows() const { return static_cast<int>(sketch.rows()); }
 };
 
-/// Resolves a path for budget n. `calibration` (rows x d, may be null) trains empirical
-/// codebooks; it must be a separate draw from the data being scored.
+/// What a plan may be calibrated on. Calibration sets are separate draws from the data being
+/// scored (a scheme never calibrates on what it is scored on).
+struct PlanInputs {
+    const RowMatrixXf* calibration = nullptr;        ///< rows of this path's site (keys or values)
+    const RowMatrixXf* calibrationQueries = nullptr; ///< HeadQ's query basis
+    /// Eigen-decompositions reused by every scheme and budget of a trial group (may be null):
+    /// [0] this site's calibration set, [1] the calibration queries.
+    std::shared_ptr<const SpectralAnalysis>* spectrumCache = nullptr;
+};
+
+/// Resolves a path for budget n; random parts (signs, sketches, random bases) come from the
+/// seed's named streams.
+PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, const PlanInputs& inputs,
+                  EngineKind engine, std::uint64_t seed);
+/// Convenience: `calibration` (may be null) trains empirical codebooks.
 PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, const RowMatrixXf* calibration,
                   EngineKind engine, std::uint64_t seed);
 

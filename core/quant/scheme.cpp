@@ -3,6 +3,7 @@
 #include "core/quant/scheme.h"
 
 #include <charconv>
+#include <cmath>
 
 namespace kvlens {
 
@@ -31,6 +32,7 @@ std::string_view quantizerName(QuantizerKind q)
     case QuantizerKind::LloydGauss: return "lloyd_gauss";
     case QuantizerKind::LloydEmpirical: return "lloyd_empirical";
     case QuantizerKind::Uniform: return "uniform";
+    case QuantizerKind::Spectral: return "spectral";
     }
     return "lloyd_beta";
 }
@@ -38,11 +40,51 @@ std::string_view quantizerName(QuantizerKind q)
 std::optional<QuantizerKind> quantizerFromName(std::string_view name)
 {
     for (auto q : {QuantizerKind::LloydBeta, QuantizerKind::LloydGauss, QuantizerKind::LloydEmpirical,
-                   QuantizerKind::Uniform})
+                   QuantizerKind::Uniform, QuantizerKind::Spectral})
         if (quantizerName(q) == name)
             return q;
     return std::nullopt;
 }
+
+namespace {
+
+template <class E, std::size_t N>
+std::optional<E> fromName(std::string_view name, const std::pair<E, const char*> (&table)[N])
+{
+    for (const auto& [value, text] : table)
+        if (name == text)
+            return value;
+    return std::nullopt;
+}
+
+template <class E, std::size_t N>
+std::string_view toName(E value, const std::pair<E, const char*> (&table)[N])
+{
+    for (const auto& [v, text] : table)
+        if (v == value)
+            return text;
+    return table[0].second;
+}
+
+constexpr std::pair<Allocation, const char*> kAllocations[] = {{Allocation::WaterFilling, "water_filling"},
+                                                                {Allocation::Uniform, "uniform"}};
+constexpr std::pair<DeffRule, const char*> kDeffRules[] = {{DeffRule::Gap, "gap"},
+                                                            {DeffRule::Participation, "participation"}};
+constexpr std::pair<HeadqControl, const char*> kControls[] = {
+    {HeadqControl::None, "none"}, {HeadqControl::WrongSign, "wrong_sign"}, {HeadqControl::RandomBasis, "random_basis"}};
+constexpr std::pair<TokenPolicy, const char*> kTokenPolicies[] = {{TokenPolicy::Uniform, "uniform"},
+                                                                  {TokenPolicy::A2, "a2"}};
+
+} // namespace
+
+std::string_view allocationName(Allocation a) { return toName(a, kAllocations); }
+std::optional<Allocation> allocationFromName(std::string_view name) { return fromName(name, kAllocations); }
+std::string_view deffRuleName(DeffRule r) { return toName(r, kDeffRules); }
+std::optional<DeffRule> deffRuleFromName(std::string_view name) { return fromName(name, kDeffRules); }
+std::string_view headqControlName(HeadqControl c) { return toName(c, kControls); }
+std::optional<HeadqControl> headqControlFromName(std::string_view name) { return fromName(name, kControls); }
+std::string_view tokenPolicyName(TokenPolicy p) { return toName(p, kTokenPolicies); }
+std::optional<TokenPolicy> tokenPolicyFromName(std::string_view name) { return fromName(name, kTokenPolicies); }
 
 std::string_view residualName(ResidualKind r)
 {
@@ -143,6 +185,40 @@ std::vector<SchemeConfig> buildNamed()
     s.push_back(make("KIVI", "KIVI baseline: n-bit min-max integers, per-channel groups of 32 tokens for K, "
                              "per-token groups of 32 channels for V.",
                      kiviK, kiviV));
+    PathConfig kiviA2 = kiviV;
+    kiviA2.tokenPolicy = TokenPolicy::A2;
+    s.push_back(make("KIVI-A2", "Paper C: KIVI keys; KIVI values with the A^2-weighted token policy (more bits for the "
+                                "tokens calibration queries attend to most, same total).",
+                     kiviK, kiviA2));
+
+    PathConfig sq;
+    sq.rotation = Rotation::Eigen;
+    sq.quantizer = QuantizerKind::Spectral;
+    PathConfig squ = sq;
+    squ.allocation = Allocation::Uniform;
+    PathConfig sqQjl = sq;
+    sqQjl.residual = ResidualKind::Qjl;
+    s.push_back(make("SQ-KV", "Paper B: SpectralQuant: calibrated eigenbasis per cache, water-filled bits over the d_eff "
+                              "leading coordinates, a tail floor for the rest; K and V calibrated separately.",
+                     sq, sq));
+    s.push_back(make("SQU-KV", "Paper B: SpectralQuant with the same bits on every leading coordinate.", squ, squ));
+    s.push_back(make("SQ-QKV", "Paper B: SpectralQuant, plus a selective QJL sketch of the key residual on the d_eff "
+                               "leading coordinates (exact dot product on the tail).",
+                     sqQjl, sq));
+
+    PathConfig headq = kiviK;
+    headq.residual = ResidualKind::HeadQ;
+    s.push_back(make("HeadQ", "Paper C: KIVI keys plus a rank-4, 8-bit side code of the key residual in the "
+                              "calibration queries' PCA basis, applied as a logit correction; KIVI values.",
+                     headq, kiviV));
+    s.push_back(make("HeadQ-A2", "Paper C: HeadQ keys with A^2-weighted KIVI values.", headq, kiviA2));
+    PathConfig wrongSign = headq;
+    wrongSign.headqControl = HeadqControl::WrongSign;
+    s.push_back(make("HeadQ-wrong-sign", "Paper C control: HeadQ with the correction subtracted.", wrongSign, kiviV));
+    PathConfig randomBasis = headq;
+    randomBasis.headqControl = HeadqControl::RandomBasis;
+    s.push_back(make("HeadQ-random-basis", "Paper C control: HeadQ with a random orthonormal basis of the same rank.",
+                     randomBasis, kiviV));
     return s;
 }
 
@@ -189,9 +265,35 @@ Status validatePath(const PathConfig& p, const std::vector<int>& budgets, int d,
         if (p.window < 0)
             return Error{field + ".window", "must be >= 0, got " + std::to_string(p.window)};
     }
-    if (p.rotation == Rotation::Eigen || p.residual == ResidualKind::HeadQ)
-        return Error{field, "the eigen rotation and the HeadQ residual come with the calibrated schemes and are not "
-                            "available yet"};
+    const bool spectral = p.quantizer == QuantizerKind::Spectral;
+    if (spectral != (p.rotation == Rotation::Eigen))
+        return Error{field + (spectral ? ".rotation" : ".quantizer"),
+                     "the eigen rotation and the spectral quantizer go together (SpectralQuant)"};
+    if (spectral) {
+        if (p.tailBits < 0 || p.tailBits > 8)
+            return Error{field + ".tail_bits", "must be in [0, 8], got " + std::to_string(p.tailBits)};
+        if (!(p.gapThreshold >= 1.0) || !std::isfinite(p.gapThreshold))
+            return Error{field + ".gap_threshold", "must be a finite ratio >= 1"};
+        if (p.residual == ResidualKind::HeadQ)
+            return Error{field + ".residual", "HeadQ needs a KIVI or Lloyd base, not the spectral quantizer"};
+    }
+    if (p.residual == ResidualKind::HeadQ) {
+        if (p.headqRank < 1 || p.headqRank > d)
+            return Error{field + ".headq_rank", "must be in [1, d] = [1, " + std::to_string(d) + "], got "
+                                                    + std::to_string(p.headqRank)};
+        if (p.headqBits < 1 || p.headqBits > 8)
+            return Error{field + ".headq_bits", "must be in [1, 8], got " + std::to_string(p.headqBits)};
+        if (p.rotation != Rotation::None)
+            return Error{field + ".rotation", "HeadQ corrects the key residual in the original basis: use no rotation"};
+    }
+    if (p.tokenPolicy == TokenPolicy::A2) {
+        if (p.quantizer == QuantizerKind::Spectral || p.quantizer == QuantizerKind::LloydEmpirical
+            || p.residual != ResidualKind::None)
+            return Error{field + ".token_policy",
+                         "the A^2 token policy needs a plain KIVI, lloyd_beta or lloyd_gauss value path"};
+        if (p.quantizer == QuantizerKind::Uniform && p.axis != UniformAxis::PerToken)
+            return Error{field + ".token_policy", "the A^2 token policy needs per-token groups (axis per_token)"};
+    }
     return Ok{};
 }
 
@@ -203,14 +305,20 @@ Status validateScheme(const SchemeConfig& scheme, const std::vector<int>& budget
         return Error{field + ".name", "a scheme needs a name"};
     if (auto s = validatePath(scheme.key, budgets, d, field + ".k"); !s)
         return s;
-    return validatePath(scheme.value, budgets, d, field + ".v");
+    if (auto s = validatePath(scheme.value, budgets, d, field + ".v"); !s)
+        return s;
+    if (scheme.value.residual == ResidualKind::HeadQ)
+        return Error{field + ".v.residual", "HeadQ corrects scores, so it belongs on the key path"};
+    if (scheme.key.tokenPolicy == TokenPolicy::A2)
+        return Error{field + ".k.token_policy", "the A^2 token policy is for value paths"};
+    return Ok{};
 }
 
 bool needsCalibration(const SchemeConfig& scheme)
 {
     auto needs = [](const PathConfig& p) {
         return p.quantizer == QuantizerKind::LloydEmpirical || p.rotation == Rotation::Eigen
-               || p.residual == ResidualKind::HeadQ;
+               || p.residual == ResidualKind::HeadQ || p.tokenPolicy == TokenPolicy::A2;
     };
     return needs(scheme.key) || needs(scheme.value);
 }

@@ -27,6 +27,32 @@ enum class QuantizerKind {
     LloydGauss,     ///< norm + Lloyd-Max codebook of N(0, 1/dim)
     LloydEmpirical, ///< norm + codebook fitted to calibration data
     Uniform,        ///< KIVI-style min-max integers in groups
+    Spectral,       ///< SpectralQuant: per-coordinate codebooks in a calibrated eigenbasis (paper B)
+};
+
+/// How SpectralQuant spreads the budget over the eigen-coordinates.
+enum class Allocation {
+    WaterFilling, ///< reverse water-filling over the eigenvalues, integer bits (SQ)
+    Uniform,      ///< the same bits on every leading coordinate (SQU)
+};
+
+/// How SpectralQuant picks the number d_eff of leading coordinates it models.
+enum class DeffRule {
+    Gap,           ///< the largest ratio lambda_i / lambda_{i+1} above a threshold
+    Participation, ///< the participation ratio (sum lambda)^2 / sum lambda^2, rounded
+};
+
+/// HeadQ and its two controls (paper C).
+enum class HeadqControl {
+    None,        ///< the correction as designed
+    WrongSign,   ///< the correction subtracted
+    RandomBasis, ///< a random orthonormal basis of the same rank instead of the query PCA basis
+};
+
+/// How a value path spreads its bits over tokens.
+enum class TokenPolicy {
+    Uniform, ///< every token at the path's bits
+    A2,      ///< more bits where the A^2 surrogate sum_j p_j^2 ||v_j - v^_j||^2 says they matter (paper C)
 };
 
 /// What a path stores about the quantization residual.
@@ -42,6 +68,14 @@ std::string_view quantizerName(QuantizerKind q);     ///< "lloyd_beta", "lloyd_g
 std::optional<QuantizerKind> quantizerFromName(std::string_view name);
 std::string_view residualName(ResidualKind r);       ///< "none", "qjl", "headq"
 std::optional<ResidualKind> residualFromName(std::string_view name);
+std::string_view allocationName(Allocation a);       ///< "water_filling", "uniform"
+std::optional<Allocation> allocationFromName(std::string_view name);
+std::string_view deffRuleName(DeffRule r);           ///< "gap", "participation"
+std::optional<DeffRule> deffRuleFromName(std::string_view name);
+std::string_view headqControlName(HeadqControl c);   ///< "none", "wrong_sign", "random_basis"
+std::optional<HeadqControl> headqControlFromName(std::string_view name);
+std::string_view tokenPolicyName(TokenPolicy p);     ///< "uniform", "a2"
+std::optional<TokenPolicy> tokenPolicyFromName(std::string_view name);
 
 /// Bits of a path's scalar quantizer: absolute, or relative to the budget n ("n", "n-1").
 struct BitsRule {
@@ -68,6 +102,17 @@ struct PathConfig {
     int groupSize = 32;                    ///< uniform quantizer
     UniformAxis axis = UniformAxis::PerToken;
     int window = 0;                        ///< uniform quantizer: full-precision recent tokens
+    // SpectralQuant (quantizer = spectral, rotation = eigen).
+    Allocation allocation = Allocation::WaterFilling;
+    DeffRule deffRule = DeffRule::Gap;
+    double gapThreshold = 10.0;            ///< minimum eigenvalue ratio the gap rule accepts as a cut
+    int tailBits = 1;                      ///< bits of each coordinate past d_eff (counted in the budget)
+    // HeadQ (residual = headq, key paths).
+    int headqRank = 4;                     ///< r: rank of the query basis
+    int headqBits = 8;                     ///< q: bits per side-code coordinate
+    HeadqControl headqControl = HeadqControl::None;
+    // Value paths.
+    TokenPolicy tokenPolicy = TokenPolicy::Uniform;
     bool operator==(const PathConfig&) const = default;
 };
 
@@ -82,8 +127,9 @@ struct SchemeConfig {
 };
 
 /// The built-in schemes: KV, KQV, QKQV (paper A), Plain-/TQ- x {KV, QKV, KQV, QKQV}
-/// (paper B), KIVI (paper C's baseline). Some are the same scheme under two names
-/// (KV = Plain-KV, KQV = TQ-KQV, QKQV = TQ-QKQV), which keeps each paper's vocabulary.
+/// (paper B), SQ-KV, SQU-KV, SQ-QKV (paper B's SpectralQuant), KIVI, KIVI-A2, HeadQ,
+/// HeadQ-A2, HeadQ-wrong-sign, HeadQ-random-basis (paper C). Some are the same scheme under
+/// two names (KV = Plain-KV, KQV = TQ-KQV, QKQV = TQ-QKQV), which keeps each paper's vocabulary.
 const std::vector<SchemeConfig>& namedSchemes();
 /// The named scheme called `name`, or nothing.
 std::optional<SchemeConfig> findScheme(std::string_view name);

@@ -15,6 +15,8 @@ target_sources(kvlens_core PRIVATE
   stats/mann_whitney.h
   stats/p_value.cpp
   stats/p_value.h
+  stats/proxies.cpp
+  stats/proxies.h
   stats/ranks.cpp
   stats/ranks.h
   stats/spearman.cpp

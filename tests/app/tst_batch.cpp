@@ -6,6 +6,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+
 namespace {
 
 struct Run {
@@ -58,7 +60,7 @@ private slots:
         const QString out = dir.filePath(QStringLiteral("out"));
         const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default"), QStringLiteral("--out"), out});
         QCOMPARE(r.exitCode, 0);
-        for (const char* name : {"spec.json", "summary.csv", "trials.csv", "queries.csv", "comparisons.csv"})
+        for (const char* name : {"spec.json", "summary.csv", "trials.csv", "queries.csv", "comparisons.csv", "proxies.csv"})
             QVERIFY2(QFile::exists(out + QLatin1Char('/') + QLatin1String(name)), name);
         QVERIFY(r.err.contains("72/72 trials"));
         QVERIFY(r.out.contains("bits_k"));
@@ -102,6 +104,21 @@ private slots:
         }
         QVERIFY(found);
         QVERIFY(r.out.contains("KQV vs QKQV"));
+
+        // proxies.csv: one row per scheme and a pooled one; rho in [-1, 1], and on the default
+        // experiment the Fisher score error ranks queries by KL better than relMSE_K does.
+        const auto proxies = readCsv(out + QStringLiteral("/proxies.csv"));
+        QCOMPARE(proxies.size(), 1 + 3 + 1);
+        const int group = proxies.first().indexOf(QStringLiteral("group"));
+        const int fisher = proxies.first().indexOf(QStringLiteral("rho_fisher"));
+        const int relK = proxies.first().indexOf(QStringLiteral("rho_rel_mse_k"));
+        QVERIFY(group >= 0 && fisher >= 0 && relK >= 0);
+        QCOMPARE(proxies.last()[group], QStringLiteral("(pooled)"));
+        for (const auto& row : proxies.mid(1)) {
+            QVERIFY2(std::abs(row[fisher].toDouble()) <= 1.0, qPrintable(row.join(',')));
+            QVERIFY2(row[fisher].toDouble() > row[relK].toDouble(), qPrintable(row.join(',')));
+        }
+        QVERIFY(r.out.contains("Spearman rho of each proxy"));
     }
 
     void writtenSpecReadsBackToTheSameRun()

@@ -138,7 +138,8 @@ private slots:
                                            + QString::fromStdString(spec.ok() ? std::string() : spec.error().text())));
         }
         // The ones the GUI issue names.
-        for (const char* required : {"default.json", "paper_a.json", "low_rank_d1024.json", "budget_crossover.json", "heavy_tail_sweep.json"})
+        for (const char* required : {"default.json", "paper_a.json", "low_rank_d1024.json", "budget_crossover.json", "heavy_tail_sweep.json",
+                                     "paper_b_low_rank.json", "paper_b_heavy_tail.json", "paper_b_gaussian.json", "paper_c_headq.json"})
             QVERIFY2(files.contains(QLatin1String(required)), required);
     }
 };

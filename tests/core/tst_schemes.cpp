@@ -32,7 +32,23 @@ private slots:
         for (const char* name : {"KV", "KQV", "QKQV", "Plain-KV", "Plain-QKV", "Plain-KQV", "Plain-QKQV", "TQ-KV",
                                  "TQ-QKV", "TQ-KQV", "TQ-QKQV", "KIVI"})
             QVERIFY2(findScheme(name).has_value(), name);
-        QCOMPARE(namedSchemes().size(), std::size_t{12});
+        // Paper B's SpectralQuant and paper C's calibrated schemes and controls.
+        for (const char* name : {"KIVI-A2", "SQ-KV", "SQU-KV", "SQ-QKV", "HeadQ", "HeadQ-A2", "HeadQ-wrong-sign",
+                                 "HeadQ-random-basis"}) {
+            QVERIFY2(findScheme(name).has_value(), name);
+            QVERIFY2(needsCalibration(*findScheme(name)), name);
+            QVERIFY2(validateScheme(*findScheme(name), {2, 3, 4}, 128, "s").ok(), name);
+        }
+        QCOMPARE(namedSchemes().size(), std::size_t{20});
+        QCOMPARE(findScheme("SQ-KV")->key.allocation, Allocation::WaterFilling);
+        QCOMPARE(findScheme("SQU-KV")->key.allocation, Allocation::Uniform);
+        QCOMPARE(findScheme("SQ-QKV")->key.residual, ResidualKind::Qjl);
+        QCOMPARE(findScheme("SQ-QKV")->value.residual, ResidualKind::None);
+        QCOMPARE(findScheme("HeadQ")->key.residual, ResidualKind::HeadQ);
+        QCOMPARE(findScheme("HeadQ-wrong-sign")->key.headqControl, HeadqControl::WrongSign);
+        QCOMPARE(findScheme("HeadQ-random-basis")->key.headqControl, HeadqControl::RandomBasis);
+        QCOMPARE(findScheme("KIVI-A2")->value.tokenPolicy, TokenPolicy::A2);
+        QCOMPARE(findScheme("KIVI-A2")->key, findScheme("KIVI")->key);
         // Paper A's names and paper B's are the same schemes.
         QCOMPARE(findScheme("KV")->key, findScheme("Plain-KV")->key);
         QCOMPARE(findScheme("KQV")->value, findScheme("TQ-KQV")->value);

@@ -47,6 +47,25 @@ private slots:
         custom.value.normFormat = ScalarFormat::Bf16;
         s.schemes.push_back(custom);
         s.schemes.push_back(*findScheme("KIVI"));
+        // Every calibrated field: a SpectralQuant key path and an A^2 value path ...
+        SchemeConfig spectral;
+        spectral.name = "sq-custom";
+        spectral.key.rotation = Rotation::Eigen;
+        spectral.key.quantizer = QuantizerKind::Spectral;
+        spectral.key.allocation = Allocation::Uniform;
+        spectral.key.deffRule = DeffRule::Participation;
+        spectral.key.gapThreshold = 25.0;
+        spectral.key.tailBits = 2;
+        spectral.key.residual = ResidualKind::Qjl;
+        spectral.value = findScheme("KIVI-A2")->value;
+        s.schemes.push_back(spectral);
+        // ... and a HeadQ key path with a control.
+        SchemeConfig headq = *findScheme("HeadQ-random-basis");
+        headq.builtin = false;
+        headq.name = "headq-custom";
+        headq.key.headqRank = 6;
+        headq.key.headqBits = 5;
+        s.schemes.push_back(headq);
         s.budgets = {4, 2};
         s.firstSeed = 12345678901234ULL;
         s.seedCount = 3;
@@ -114,6 +133,15 @@ private slots:
         QTest::newRow("unknown key") << R"({"tokenz": 5})" << "tokenz" << "unknown key";
         QTest::newRow("version") << R"({"kvlens_spec": 2})" << "kvlens_spec" << "version 2";
         QTest::newRow("not json") << R"({"d": )" << "" << "not valid JSON";
+        QTest::newRow("headq on values")
+            << R"({"schemes": [{"name": "x", "k": {}, "v": {"quantizer": "uniform", "axis": "per_token", "residual": "headq"}}]})"
+            << "schemes[0].v.residual" << "key path";
+        QTest::newRow("headq rank") << R"({"schemes": [{"name": "x", "k": {"quantizer": "uniform", "axis": "per_channel",
+            "residual": "headq", "headq_rank": 200}, "v": {}}]})" << "schemes[0].k.headq_rank" << "[1, d] = [1, 128]";
+        QTest::newRow("allocation name") << R"({"schemes": [{"name": "x", "k": {"quantizer": "spectral", "allocation": "greedy"},
+            "v": {}}]})" << "schemes[0].k.allocation" << "water_filling, uniform";
+        QTest::newRow("a2 on keys") << R"({"schemes": [{"name": "x", "k": {"quantizer": "uniform", "axis": "per_token",
+            "token_policy": "a2"}, "v": {}}]})" << "schemes[0].k.token_policy" << "value paths";
         // A number beyond double range throws out_of_range from the parser (found by fuzz_spec).
         QTest::newRow("number out of range") << R"({"d": 1e400})" << "" << "not valid JSON";
         QTest::newRow("sweep unknown") << R"({"sweep": {"rank": [1, 2]}})" << "sweep.rank" << "cannot be swept";

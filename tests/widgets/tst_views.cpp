@@ -127,6 +127,32 @@ private slots:
         theory.setData(m_data);
         QCOMPARE(theory.table()->rowCount(), 3 * 2);
         QCOMPARE(theory.seriesCount(), 2 * 2); // KIVI has no closed-form prediction
+        // The proxy study: one row per scheme and a pooled one, the best proxy in bold.
+        QCOMPARE(comparisons.proxyTable()->rowCount(), 3 + 1);
+        QCOMPARE(comparisons.proxyTable()->item(3, 0)->text(), QStringLiteral("(pooled)"));
+        QCOMPARE(comparisons.proxyTable()->item(0, 1)->text(), QStringLiteral("96")); // 16 queries x 3 seeds x 2 budgets
+        int bold = 0;
+        for (int c = 2; c < comparisons.proxyTable()->columnCount(); ++c)
+            bold += comparisons.proxyTable()->item(0, c)->font().bold() ? 1 : 0;
+        QCOMPARE(bold, 1);
+    }
+
+    void theoryTableShowsSpectralQuantsEffectiveDimension()
+    {
+        auto spec = specFromJson(R"({"regime": {"name": "low_rank", "rank": 4, "noise": 0.05}, "d": 64, "tokens": 256,
+                                    "queries": 8, "budgets": [2], "seeds": {"count": 1}, "schemes": ["TQ-KV", "SQ-KV"],
+                                    "comparisons": {"bootstrap": 50, "permutations": 19}})");
+        QVERIFY(spec.ok());
+        CpuBackend backend(2);
+        auto results = runExperiment(*spec, backend);
+        QVERIFY(results.ok());
+        TheoryView theory;
+        theory.setData(makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true));
+        QCOMPARE(theory.table()->horizontalHeaderItem(2)->text(), QStringLiteral("d_eff K; V"));
+        QCOMPARE(theory.table()->item(0, 2)->text(), QStringLiteral("–")); // TQ-KV
+        // Rank 4: both estimators agree; the gap rule (the default) decided.
+        const QString deff = theory.table()->item(1, 2)->text();
+        QVERIFY2(deff.startsWith(QStringLiteral("4 (PR ")) && deff.contains(QStringLiteral("gap 4*")), qPrintable(deff));
     }
 
     void sweepViewPlotsAgainstTheSweptParameter()
