@@ -2,9 +2,12 @@
 // JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
 #include "core/experiment/spec_json.h"
 
+#include "core/regimes/imported.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -271,7 +274,7 @@ json toJson(const ExperimentSpec& s)
     return j;
 }
 
-ExperimentSpec fromJson(const json& j)
+ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
 {
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
@@ -404,12 +407,13 @@ ExperimentSpec fromJson(const json& j)
             s.sweep.push_back(std::move(axis));
         }
     }
+    resolveImportPaths(s.regime, s.regimeParams, baseDirectory);
     return s;
 }
 
 } // namespace
 
-Result<ExperimentSpec> specFromJson(std::string_view text)
+Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory)
 {
     json j;
     try {
@@ -418,7 +422,7 @@ Result<ExperimentSpec> specFromJson(std::string_view text)
         return Error{"", std::string("not valid JSON: ") + e.what()};
     }
     try {
-        return normalizeSpec(fromJson(j));
+        return normalizeSpec(fromJson(j, baseDirectory));
     } catch (const FieldError& e) {
         return Error{e.field, e.message};
     } catch (const json::exception& e) {
@@ -445,7 +449,7 @@ Result<ExperimentSpec> loadSpecFile(const std::string& path)
     buffer << in.rdbuf();
     if (in.bad())
         return Error{path, "read error"};
-    auto spec = specFromJson(buffer.str());
+    auto spec = specFromJson(buffer.str(), std::filesystem::path(path).parent_path().string());
     if (!spec)
         return Error{path + (spec.error().field.empty() ? "" : ": " + spec.error().field), spec.error().message};
     return spec;

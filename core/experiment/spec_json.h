@@ -11,8 +11,10 @@
 namespace kvlens {
 
 /// Parses a spec from JSON text and normalizes it (normalizeSpec). Missing fields take their
-/// defaults; "N" and "Q" are accepted for "tokens" and "queries".
-Result<ExperimentSpec> specFromJson(std::string_view text);
+/// defaults; "N" and "Q" are accepted for "tokens" and "queries". The imported regime's
+/// relative file paths are made absolute, looked up in `baseDirectory` first (the spec file's
+/// folder) and then in the working directory.
+Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory = {});
 
 /// Writes a spec as JSON (every field, canonical keys); specFromJson(specToJson(s)) == s
 /// for a normalized spec.

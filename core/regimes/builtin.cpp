@@ -2,6 +2,8 @@
 // Registry order of the built-in regimes and the shared dataset drawing.
 #include "core/regimes/builtin.h"
 
+#include "core/regimes/imported.h"
+
 namespace kvlens {
 
 Dataset drawDataset(const DataShape& shape, EngineKind engine, std::uint64_t seed, const RowLaw& law)
@@ -25,7 +27,7 @@ Dataset drawDataset(const DataShape& shape, EngineKind engine, std::uint64_t see
 std::vector<const Regime*> builtinRegimes()
 {
     return {&gaussianRegime(),       &heavyTailRegime(),  &lowRankRegime(), &spectralDecayRegime(),
-            &outlierChannelsRegime(), &kvSubspaceRegime(), &focusedRegime()};
+            &outlierChannelsRegime(), &kvSubspaceRegime(), &focusedRegime(), &importedRegime()};
 }
 
 } // namespace kvlens

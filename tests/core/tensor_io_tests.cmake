@@ -2,3 +2,5 @@
 # Tests of the tensor file readers, run against the hand-made corpus in tests/data.
 kvlens_add_test(tst_tensor_io SOURCES tst_tensor_io.cpp LIBS kvlens_core LABELS core)
 target_compile_definitions(tst_tensor_io PRIVATE KVLENS_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data")
+kvlens_add_test(tst_imported SOURCES tst_imported.cpp LIBS kvlens_core LABELS core)
+target_compile_definitions(tst_imported PRIVATE KVLENS_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data")

@@ -54,7 +54,7 @@ private slots:
     void registryListsTheDesignRegimes()
     {
         for (const char* name : {"gaussian", "heavy_tail", "low_rank", "spectral_decay", "outlier_channels",
-                                 "kv_subspace", "focused"})
+                                 "kv_subspace", "focused", "imported"})
             QVERIFY2(findRegime(name) != nullptr, name);
         QVERIFY(findRegime("nope") == nullptr);
         QVERIFY(regimeNames().find("low_rank") != std::string::npos);
@@ -64,6 +64,8 @@ private slots:
     {
         const DataShape shape{32, 200, 20, 50};
         for (const Regime* regime : allRegimes()) {
+            if (regime->name() == "imported")
+                continue; // reads a file instead of drawing: tst_imported
             const Dataset a = generate(regime->name(), {}, shape, 5);
             const Dataset b = generate(regime->name(), {}, shape, 5);
             const Dataset c = generate(regime->name(), {}, shape, 6);
