@@ -7,6 +7,7 @@
 #include "widgets/control_panel.h"
 #include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"
+#include "widgets/import_dialog.h"
 #include "widgets/validation_view.h"
 #include "gpu/device.h"
 #include "widgets/views.h"
@@ -16,6 +17,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -144,6 +146,8 @@ void MainWindow::buildMenus()
     file->addAction(QStringLiteral("&Open spec…"), QKeySequence::Open, this, &MainWindow::openSpec);
     file->addAction(QStringLiteral("&Save spec as…"), QKeySequence::SaveAs, this, &MainWindow::saveSpec);
     m_recentMenu = file->addMenu(QStringLiteral("Recent specs"));
+    file->addAction(QStringLiteral("&Import tensors…"), QKeySequence(QStringLiteral("Ctrl+I")), this,
+                    &MainWindow::importTensors);
     file->addSeparator();
     file->addAction(QStringLiteral("&Export view…"), QKeySequence(QStringLiteral("Ctrl+E")), this,
                     &MainWindow::exportCurrent);
@@ -389,6 +393,19 @@ void MainWindow::openSpecFile(const QString& path)
     }
     addRecent(path);
     loadSpec(*spec);
+}
+
+void MainWindow::importTensors()
+{
+    // Start where the last import was, else beside the shipped example, else in the export folder.
+    QString folder = settings().value(QStringLiteral("importFolder")).toString();
+    if (folder.isEmpty())
+        folder = QDir(QStringLiteral(KVLENS_EXAMPLES_DIR)).exists() ? QStringLiteral(KVLENS_EXAMPLES_DIR) : m_exportFolder;
+    widgets::ImportDialog dialog(m_controls->spec(), folder, this);
+    if (dialog.exec() != QDialog::Accepted || !dialog.valid())
+        return;
+    settings().setValue(QStringLiteral("importFolder"), QFileInfo(dialog.path()).absolutePath());
+    loadSpec(dialog.spec());
 }
 
 void MainWindow::saveSpec()

@@ -86,6 +86,7 @@ private:
     void setMessage(const QString& text, bool error);
     void openSpec();
     void openSpecFile(const QString& path);
+    void importTensors();
     void saveSpec();
     void addRecent(const QString& path);
     void rebuildRecentMenu();
