@@ -6,6 +6,7 @@
 #include "core/experiment/runner.h"
 
 #include <chrono>
+#include <iostream>
 #include <vector>
 
 namespace kvlens::app {
@@ -80,6 +81,14 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
         return;
     }
     result->backend = backend.label;
+    if (!backend.warning.empty()) {
+        // Exports carry the spec as run: "cpu (fallback: <reason>)".
+        result->spec.backend = backend.label;
+        if (spec.backend == "opencl" && backend.warning != m_reportedFallback) {
+            std::cerr << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << std::endl;
+            m_reportedFallback = backend.warning;
+        }
+    }
     const bool cancelled = result->cancelled;
     auto shared = std::make_shared<const ResultSet>(std::move(result).value());
     // The comparison table needs the whole run; a cancelled run shows what finished without it.

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 
 Q_DECLARE_METATYPE(kvlens::ExperimentSpec)
 
@@ -47,6 +48,7 @@ signals:
 
 private:
     std::shared_ptr<std::atomic<quint64>> m_generation;
+    std::string m_reportedFallback; ///< the last OpenCL fallback reason told on stderr (once per reason)
 };
 
 /// Registers the metatypes the worker's queued signals carry (call once before connecting).

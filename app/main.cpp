@@ -161,15 +161,25 @@ int main(int argc, char** argv)
                   << "' (shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory)\n";
         return 2;
     }
+    // --backend and --device apply to the window's spec as they do to a batch run's.
+    auto withBackend = [&](kvlens::ExperimentSpec spec) {
+        if (parser.isSet(deviceOption)) {
+            spec.backend = "opencl";
+            spec.device = parser.value(deviceOption).toStdString();
+        } else if (parser.isSet(backendOption)) {
+            spec.backend = parser.value(backendOption).toStdString();
+        }
+        return spec;
+    };
     if (parser.isSet(specOption)) {
         const auto spec = kvlens::loadSpecFile(parser.value(specOption).toStdString());
         if (!spec) {
             std::cerr << "kvlens: " << spec.error().text() << "\n";
             return 2;
         }
-        window.loadSpec(*spec);
-    } else if (screenshot) {
-        window.loadSpec(*kvlens::normalizeSpec(kvlens::defaultSpec()));
+        window.loadSpec(withBackend(*spec));
+    } else if (screenshot || parser.isSet(backendOption) || parser.isSet(deviceOption)) {
+        window.loadSpec(withBackend(*kvlens::normalizeSpec(kvlens::defaultSpec())));
     } else {
         window.startRun();
     }

@@ -240,11 +240,18 @@ void MainWindow::startRun()
 void MainWindow::populateBackends()
 {
     QStringList labels{QStringLiteral("CPU")}, values{QStringLiteral("cpu")};
-    if (const auto devices = gpu::listDevices(); devices)
+    const auto devices = gpu::listDevices();
+    if (devices)
         for (const auto& d : *devices) {
             labels << QStringLiteral("OpenCL %1").arg(QString::fromStdString(d.label()));
             values << QString::number(d.index);
         }
+    if (!devices || devices->empty()) {
+        // Still offered, so a spec asking for OpenCL shows what it asked for; it runs on the CPU
+        // and says so (stderr, status bar, the exported spec's "cpu (fallback: ...)").
+        labels << QStringLiteral("OpenCL (unavailable: runs on the CPU)");
+        values << QString();
+    }
     m_controls->setBackends(labels, values);
 }
 

@@ -363,8 +363,9 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
             m_schemes->item(row)->setCheckState(Qt::Checked);
         }
     }
-    const int backend = m_backend->findData(spec.backend == "cpu" ? QStringLiteral("cpu")
-                                                                  : QString::fromStdString(spec.device));
+    int backend = m_backend->findData(spec.backend == "cpu" ? QStringLiteral("cpu") : QString::fromStdString(spec.device));
+    if (backend < 0 && spec.backend != "cpu" && m_backend->count() > 1)
+        backend = 1; // OpenCL without a named device: the first one listed
     m_backend->setCurrentIndex(backend >= 0 ? backend : 0);
     refreshSchemeLabels();
 }

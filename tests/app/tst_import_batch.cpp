@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -16,9 +17,15 @@ struct Run {
     QByteArray out, err;
 };
 
-Run runKvlens(const QStringList& args)
+Run runKvlens(const QStringList& args, const QStringList& environment = {})
 {
     QProcess p;
+    if (!environment.isEmpty()) {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const QString& assignment : environment)
+            env.insert(assignment.section(QLatin1Char('='), 0, 0), assignment.section(QLatin1Char('='), 1));
+        p.setProcessEnvironment(env);
+    }
     p.start(QStringLiteral(KVLENS_EXE), args);
     Run r;
     if (!p.waitForFinished(120000))
@@ -108,6 +115,35 @@ private slots:
         QFile s1(imported + QStringLiteral("/summary.csv")), s2(again + QStringLiteral("/summary.csv"));
         QVERIFY(s1.open(QIODevice::ReadOnly) && s2.open(QIODevice::ReadOnly));
         QCOMPARE(s1.readAll(), s2.readAll()); // summary.csv holds no timings
+    }
+
+    void openclAbsentFallsBackToTheCpu()
+    {
+        // OCL_ICD_VENDORS pointing nowhere: the ICD loader finds no platform at all.
+        const QStringList noOpenCl = {QStringLiteral("OCL_ICD_VENDORS=/nonexistent-kvlens-vendors"),
+                                      QStringLiteral("QT_QPA_PLATFORM=offscreen")};
+        const QString example = QStringLiteral(KVLENS_SOURCE_DIR "/resources/examples/imported.json");
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("batch"));
+        const Run batch = runKvlens({QStringLiteral("--batch"), example, QStringLiteral("--out"), out, QStringLiteral("--quiet"),
+                                     QStringLiteral("--no-figures"), QStringLiteral("--backend"), QStringLiteral("opencl")},
+                                    noOpenCl);
+        QVERIFY2(batch.exitCode == 0, batch.err.constData());
+        QVERIFY2(batch.err.startsWith("kvlens: OpenCL unavailable, running on the CPU backend: "), batch.err.constData());
+        QCOMPARE(batch.err.count('\n'), 1);
+        QFile spec(out + QStringLiteral("/spec.json"));
+        QVERIFY(spec.open(QIODevice::ReadOnly));
+        const QByteArray json = spec.readAll();
+        QVERIFY2(json.contains("\"backend\": \"cpu (fallback: "), json.constData());
+
+        // The window does the same: it runs, says so on stderr, and exits 0 after its screenshot.
+        const QString png = dir.filePath(QStringLiteral("window.png"));
+        const Run window = runKvlens({QStringLiteral("--spec"), example, QStringLiteral("--backend"), QStringLiteral("opencl"),
+                                      QStringLiteral("--screenshot"), png},
+                                     noOpenCl);
+        QVERIFY2(window.exitCode == 0, window.err.constData());
+        QVERIFY2(window.err.contains("kvlens: OpenCL unavailable, running on the CPU backend: "), window.err.constData());
+        QVERIFY(QFileInfo(png).size() > 10000);
     }
 
     void malformedCorpusFilesAreRefusedInOneLine_data()
