@@ -4,6 +4,7 @@
 
 #include "app/backend_factory.h"
 #include "core/experiment/runner.h"
+#include "core/experiment/shard.h"
 #include "core/experiment/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/result_tables.h"
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
 namespace kvlens::app {
@@ -61,10 +63,70 @@ private:
     std::chrono::steady_clock::time_point m_last{};
 };
 
+/// A shard's directory: the spec, its trials' CSVs, trials.bin, then manifest.json — written
+/// last, so a directory with a manifest holds a complete shard.
+int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardId shard, const std::string& outDir,
+                    std::ostream& out, std::ostream& err)
+{
+    const std::uint64_t hash = specHash(spec);
+    ShardManifest manifest;
+    manifest.programVersion = KVLENS_VERSION;
+    manifest.specHash = hash;
+    manifest.shard = shard;
+    manifest.specTrials = spec.trialCount();
+    manifest.backend = results.backend;
+    manifest.specBackend = results.spec.backend;
+    manifest.regimeNote = results.regimeNote;
+    manifest.elapsedMs = results.elapsedMs;
+    manifest.trials.reserve(results.trials.size());
+    for (const TrialResult& t : results.trials)
+        manifest.trials.push_back(trialId(hash, t.key.point, spec.schemes[static_cast<std::size_t>(t.key.scheme)].name,
+                                          t.key.budget, t.key.seed));
+
+    if (auto made = makeDirectories(outDir); !made) {
+        err << "kvlens: " << made.error().text() << "\n";
+        return 1;
+    }
+    const std::string dir = outDir + "/";
+    // spec.json is the spec as run (loadable: the fallback label lives in the manifest).
+    const std::pair<std::string, std::string> files[] = {
+        {"spec.json", specToJson(spec) + "\n"},
+        {"trials.csv", trialsCsv(results)},
+        {"queries.csv", queriesCsv(results)},
+        {"trials.bin", encodeTrials(hash, results.trials, manifest.trials)},
+        {"manifest.json", manifestToJson(manifest)},
+    };
+    for (const auto& [name, contents] : files) {
+        if (auto written = writeFileAtomic(dir + name, contents); !written) {
+            err << "kvlens: " << written.error().text() << "\n";
+            return 1;
+        }
+    }
+    out << "KVLens " << spec.name << ": shard " << shard.index << "/" << shard.count << ", " << results.trials.size()
+        << " of " << manifest.specTrials << " trials, backend " << results.backend << ", "
+        << static_cast<long long>(results.elapsedMs) << " ms\n"
+        << "wrote " << outDir << "/{spec.json, trials.csv, queries.csv, trials.bin, manifest.json}; "
+        << "put the shards together with: kvlens merge DIR_0 ... DIR_" << shard.count - 1 << " --out DIR\n";
+    return 0;
+}
+
 } // namespace
 
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
 {
+    std::optional<ShardId> shard;
+    if (!options.shard.empty()) {
+        auto parsed = parseShard(options.shard);
+        if (!parsed) {
+            err << "kvlens: " << parsed.error().text() << "\n";
+            return 2;
+        }
+        if (options.validate) {
+            err << "kvlens: --shard does not apply to --validate\n";
+            return 2;
+        }
+        shard = *parsed;
+    }
     if (options.validate)
         return runValidation(options, out, err);
     if (options.outDir.empty()) {
@@ -95,7 +157,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     g_interrupted.store(false);
     auto previous = std::signal(SIGINT, onInterrupt);
     BatchProgress progress(err, options.quiet);
-    Result<ResultSet> results = runExperiment(*spec, *backend.backend, &progress);
+    Result<ResultSet> results =
+        runExperiment(*spec, *backend.backend, &progress, shard ? shardFilter(*spec, *shard) : TrialFilter{});
     std::signal(SIGINT, previous);
     if (!results) {
         err << "kvlens: " << results.error().text() << "\n";
@@ -112,20 +175,28 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         return 130;
     }
 
-    if (auto made = makeDirectories(options.outDir); !made) {
+    if (shard)
+        return writeShardFiles(*results, *spec, *shard, options.outDir, out, err);
+    return writeRunFiles(*results, options.outDir, options.figures, out, err);
+}
+
+int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
+                  std::ostream& err)
+{
+    if (auto made = makeDirectories(outDir); !made) {
         err << "kvlens: " << made.error().text() << "\n";
         return 1;
     }
-    const std::string dir = options.outDir + "/";
-    const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(*results);
-    const std::vector<stats::ProxyRow> proxies = stats::proxyStudy(*results);
+    const std::string dir = outDir + "/";
+    const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(results);
+    const std::vector<stats::ProxyRow> proxies = stats::proxyStudy(results);
     const std::pair<std::string, std::string> files[] = {
-        {"spec.json", specToJson(results->spec) + "\n"},
-        {"summary.csv", summaryCsv(*results)},
-        {"trials.csv", trialsCsv(*results)},
-        {"queries.csv", queriesCsv(*results)},
-        {"comparisons.csv", stats::comparisonsCsv(*results, comparisons)},
-        {"proxies.csv", stats::proxiesCsv(*results, proxies)},
+        {"spec.json", specToJson(results.spec) + "\n"},
+        {"summary.csv", summaryCsv(results)},
+        {"trials.csv", trialsCsv(results)},
+        {"queries.csv", queriesCsv(results)},
+        {"comparisons.csv", stats::comparisonsCsv(results, comparisons)},
+        {"proxies.csv", stats::proxiesCsv(results, proxies)},
     };
     for (const auto& [name, contents] : files) {
         if (auto written = writeFileAtomic(dir + name, contents); !written) {
@@ -134,16 +205,16 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         }
     }
     // Every view as PDF, SVG and PNG (single-column width) with its data and the spec.
-    const std::string specJson = specToJson(results->spec) + "\n";
+    const std::string specJson = specToJson(results.spec) + "\n";
     widgets::ViewData data;
-    data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
+    data.figures = std::make_shared<const FigureData>(buildFigureData(results));
     data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
     data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(proxies);
-    data.results = std::make_shared<const ResultSet>(*results);
+    data.results = std::make_shared<const ResultSet>(results);
     QWidget host;
-    const QString figuresDir = QDir(QString::fromStdString(options.outDir)).filePath(QStringLiteral("figures"));
+    const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
     int figureFiles = 0;
-    for (widgets::ResultView* view : options.figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
+    for (widgets::ResultView* view : figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
         view->resize(900, 650);
         view->setData(data);
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},
@@ -155,17 +226,17 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         figureFiles += static_cast<int>(outcome.written.size());
     }
 
-    out << "KVLens " << results->spec.name << ": regime " << results->spec.regime << ", d = " << results->spec.d
-        << ", N = " << results->spec.tokens << ", Q = " << results->spec.queries << ", " << results->spec.seedCount
-        << " seeds, backend " << results->backend << ", " << results->trials.size() << " trials in "
-        << static_cast<long long>(results->elapsedMs) << " ms\n";
-    if (!results->regimeNote.empty())
-        out << results->regimeNote << "\n";
-    out << summaryText(*results) << "\n" << stats::comparisonsText(*results, comparisons) << "\n"
+    out << "KVLens " << results.spec.name << ": regime " << results.spec.regime << ", d = " << results.spec.d
+        << ", N = " << results.spec.tokens << ", Q = " << results.spec.queries << ", " << results.spec.seedCount
+        << " seeds, backend " << results.backend << ", " << results.trials.size() << " trials in "
+        << static_cast<long long>(results.elapsedMs) << " ms\n";
+    if (!results.regimeNote.empty())
+        out << results.regimeNote << "\n";
+    out << summaryText(results) << "\n" << stats::comparisonsText(results, comparisons) << "\n"
         << stats::proxiesText(proxies);
-    out << "wrote " << options.outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv}";
-    if (options.figures)
-        out << " and " << figureFiles << " files in " << options.outDir << "/figures";
+    out << "wrote " << outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv}";
+    if (figures)
+        out << " and " << figureFiles << " files in " << outDir << "/figures";
     out << "\n";
     return 0;
 }

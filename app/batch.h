@@ -5,6 +5,10 @@
 #include <iosfwd>
 #include <string>
 
+namespace kvlens {
+struct ResultSet;
+}
+
 namespace kvlens::app {
 
 struct BatchOptions {
@@ -16,6 +20,7 @@ struct BatchOptions {
     bool quiet = false;     ///< no progress line
     bool figures = true;    ///< also render every view into DIR/figures
     bool validate = false;  ///< paper B's validation instead of a plain run (see runValidation)
+    std::string shard;      ///< "i/n": run only shard i of n (see runBatch); empty: the whole spec
 };
 
 /// Runs the batch job. Validates first (a bad spec writes nothing), runs with a progress
@@ -23,7 +28,18 @@ struct BatchOptions {
 /// comparisons.csv, and every view as DIR/figures/<view>.{pdf,svg,png,csv,spec.json}, each
 /// file atomically; prints the summary and comparison tables on `out`. Returns the process exit code:
 /// 0 success, 2 bad input, 1 a failure while running or writing, 130 interrupted.
+/// With a shard "i/n", runs only that shard's trials (parseShard, shardFilter) and writes
+/// DIR/spec.json, trials.csv and queries.csv of those trials, trials.bin (every result,
+/// lossless) and, last, manifest.json, for `kvlens merge` to put the run back together.
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
+
+/// The files of a finished run, shared by `--batch` and `kvlens merge`: DIR/spec.json,
+/// summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv and (with `figures`)
+/// every view in DIR/figures, each file atomically; then the headline, summary and comparison
+/// tables on `out`. Needs a QApplication when `figures` is set. Returns 0, or 1 after a
+/// write error (named on `err`).
+int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
+                  std::ostream& err);
 
 /// `kvlens --batch SPEC --validate --out DIR`: runs the spec on the CPU backend, on the
 /// OpenCL device (same RNG: must agree to float tolerance) and on the CPU with the other RNG

@@ -3,6 +3,7 @@
 #include "app/batch.h"
 #include "app/codebook_command.h"
 #include "app/main_window.h"
+#include "app/merge_command.h"
 #include "app/resources.h"
 #include "core/experiment/spec_json.h"
 #include "gpu/device.h"
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,16 @@ int main(int argc, char** argv)
         std::vector<std::string> args(argv + 2, argv + argc);
         return kvlens::app::runCodebookCommand(args, std::cout, std::cerr);
     }
+    // `kvlens merge`: arguments checked before Qt starts; the figures then need a QApplication.
+    const bool merge = argc >= 2 && std::string(argv[1]) == "merge";
+    std::optional<kvlens::app::MergeOptions> mergeOptions;
+    if (merge) {
+        auto parsed = kvlens::app::parseMergeArguments(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                                       std::cerr);
+        if (!parsed.options)
+            return parsed.exitCode;
+        mergeOptions = std::move(parsed.options);
+    }
     if (hasArgument(argc, argv, "--list-devices")) {
         // No window, no display needed.
         const auto devices = kvlens::gpu::listDevices();
@@ -60,7 +72,7 @@ int main(int argc, char** argv)
     // Batch mode renders figures without a display, and --help / --version need none:
     // default to the offscreen platform there.
     const bool batch = hasArgument(argc, argv, "--batch");
-    const bool headless = batch || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
+    const bool headless = batch || merge || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
                           || hasArgument(argc, argv, "--help-all") || hasArgument(argc, argv, "--version")
                           || hasArgument(argc, argv, "-v");
     if (headless && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
@@ -72,16 +84,22 @@ int main(int argc, char** argv)
     QApplication::setOrganizationName(QStringLiteral("KVLens"));
     QApplication::setApplicationVersion(QStringLiteral(KVLENS_VERSION));
     initKvlensResources();
+    if (mergeOptions)
+        return kvlens::app::runMerge(*mergeOptions, std::cout, std::cerr);
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
         "KVLens: see how KV-cache quantization damages attention.\n\n"
         "Without options, opens the main window. Subcommands:\n"
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
+        "  kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]   check the shards of a --shard run and\n"
+        "                                       write the files the unsharded run writes\n"
         "Batch mode (no display needed):\n"
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
         "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv,\n"
-        "                                       proxies.csv"));
+        "                                       proxies.csv\n"
+        "  kvlens --batch SPEC.json --shard i/n --out DIR_i   run only shard i of n (0 <= i < n), for job arrays;\n"
+        "                                       DIR_i gets manifest.json, trials.bin, spec.json and the shard's CSVs"));
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption batchOption(QStringLiteral("batch"),
@@ -106,6 +124,11 @@ int main(int argc, char** argv)
         QStringLiteral("validate"),
         QStringLiteral("Batch mode: validate the backends (CPU vs OpenCL with the same RNG, mt19937_64 vs pcg64) with "
                        "KS tests; writes DIR/validation.csv. Exit status 3 when an implementation difference is found."));
+    const QCommandLineOption shardOption(
+        QStringLiteral("shard"),
+        QStringLiteral("Batch mode: run only shard i of n (\"i/n\", 0 <= i < n) of the spec's trials, for a job array; "
+                       "bring the n directories together with `kvlens merge`."),
+        QStringLiteral("i/n"));
     const QCommandLineOption noFiguresOption(QStringLiteral("no-figures"),
                                              QStringLiteral("Batch mode: write the tables only, no figures."));
     const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
@@ -123,7 +146,7 @@ int main(int argc, char** argv)
         QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory."),
         QStringLiteral("id"));
     parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
-                       quietOption,
+                       quietOption, shardOption,
                        noFiguresOption, specOption, screenshotOption, viewOption,
                        quitAfter});
     parser.process(app);
@@ -139,6 +162,10 @@ int main(int argc, char** argv)
         }
     }
 
+    if (parser.isSet(shardOption) && !parser.isSet(batchOption)) {
+        std::cerr << "kvlens: --shard needs --batch SPEC\n";
+        return 2;
+    }
     if (parser.isSet(batchOption)) {
         kvlens::app::BatchOptions options;
         options.specPath = parser.value(batchOption).toStdString();
@@ -149,6 +176,7 @@ int main(int argc, char** argv)
         options.backend = parser.value(backendOption).toStdString();
         options.device = parser.value(deviceOption).toStdString();
         options.validate = parser.isSet(validateOption);
+        options.shard = parser.value(shardOption).toStdString();
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 

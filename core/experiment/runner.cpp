@@ -82,7 +82,8 @@ std::string megabytes(double bytes)
 
 } // namespace
 
-Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress)
+Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress,
+                                const TrialFilter& filter)
 {
     const auto start = std::chrono::steady_clock::now();
     retainFreedMemory();
@@ -92,10 +93,46 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     pointSpecs.reserve(static_cast<std::size_t>(points));
     for (int p = 0; p < points; ++p)
         pointSpecs.push_back(spec.pointSpec(p));
-    const long long groupCount = static_cast<long long>(points) * seeds;
+    const int budgetCount = static_cast<int>(pointSpecs.front().budgets.size());
+    const int schemeCount = static_cast<int>(spec.schemes.size());
+    auto slot = [&](int point, int budgetIndex, int schemeIndex, int seedIndex) {
+        return ((static_cast<long long>(point) * budgetCount + budgetIndex) * schemeCount + schemeIndex) * seeds
+               + seedIndex;
+    };
+
+    // With a filter: the chosen slots (ascending walk index), and the groups that need a draw.
+    // Memory stays proportional to the chosen trials, not to the whole grid.
+    const bool all = !filter;
+    std::vector<long long> chosen;
+    std::vector<long long> groups; // g = point * seeds + seedIndex, ascending; empty when `all`
+    std::vector<long long> chosenPerPoint(static_cast<std::size_t>(points), 0);
+    if (!all) {
+        for (int p = 0; p < points; ++p)
+            for (int b = 0; b < budgetCount; ++b)
+                for (int s = 0; s < schemeCount; ++s)
+                    for (int k = 0; k < seeds; ++k)
+                        if (filter(TrialSlot{p, b, s, k})) {
+                            chosen.push_back(slot(p, b, s, k));
+                            groups.push_back(static_cast<long long>(p) * seeds + k);
+                            ++chosenPerPoint[static_cast<std::size_t>(p)];
+                        }
+        std::sort(groups.begin(), groups.end());
+        groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    }
+    const long long groupCount = all ? static_cast<long long>(points) * seeds : static_cast<long long>(groups.size());
     const int threads = static_cast<int>(std::max<long long>(1, std::min<long long>(backend.concurrency(), groupCount)));
 
-    const MemoryEstimate estimate = estimateMemory(spec, threads);
+    MemoryEstimate estimate = estimateMemory(spec, threads);
+    if (!all) {
+        // Only the chosen trials' results are kept.
+        estimate.resultBytes = 0.0;
+        for (int p = 0; p < points; ++p) {
+            const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
+            estimate.resultBytes += estimatePoint(ps, threads).resultBytes
+                                    * static_cast<double>(chosenPerPoint[static_cast<std::size_t>(p)])
+                                    / static_cast<double>(std::max<long long>(1, ps.trialCount()));
+        }
+    }
     const double limit = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb * 1e6 : 0.5 * physicalMemoryBytes();
     if (limit > 0.0 && estimate.totalBytes() > limit)
         return Error{"memory_limit_mb", "this run needs about " + megabytes(estimate.totalBytes()) + " ("
@@ -104,12 +141,13 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                                             + megabytes(estimate.resultBytes) + " of results), above the limit of "
                                             + megabytes(limit) + "; reduce d, tokens, queries or seeds"};
 
-    const int budgetCount = static_cast<int>(pointSpecs.front().budgets.size());
-    const int schemeCount = static_cast<int>(spec.schemes.size());
-    const long long total = spec.trialCount();
-    auto slot = [&](int point, int budgetIndex, int schemeIndex, int seedIndex) {
-        return ((static_cast<long long>(point) * budgetCount + budgetIndex) * schemeCount + schemeIndex) * seeds
-               + seedIndex;
+    const long long total = all ? spec.trialCount() : static_cast<long long>(chosen.size());
+    // Where a trial lands in `slots`: its walk index, or its rank among the chosen ones (-1: not chosen).
+    auto position = [&](long long walkIndex) -> long long {
+        if (all)
+            return walkIndex;
+        const auto it = std::lower_bound(chosen.begin(), chosen.end(), walkIndex);
+        return it != chosen.end() && *it == walkIndex ? static_cast<long long>(it - chosen.begin()) : -1;
     };
 
     std::vector<TrialResult> slots(static_cast<std::size_t>(total));
@@ -137,9 +175,10 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     auto worker = [&] {
         try {
             for (;;) {
-                const long long g = nextGroup.fetch_add(1);
-                if (g >= groupCount || isCancelled())
+                const long long next = nextGroup.fetch_add(1);
+                if (next >= groupCount || isCancelled())
                     return;
+                const long long g = all ? next : groups[static_cast<std::size_t>(next)];
                 const int point = static_cast<int>(g / seeds);
                 const int seedIndex = static_cast<int>(g % seeds);
                 const ExperimentSpec& pointSpec = pointSpecs[static_cast<std::size_t>(point)];
@@ -151,17 +190,20 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                     stop.store(true);
                     return;
                 }
-                if (g == 0) {
+                if (point == 0 && seedIndex == 0) {
                     const std::lock_guard lock(mutex);
                     regimeNote = group->data.note;
                 }
                 for (int b = 0; b < budgetCount; ++b) {
                     for (int s = 0; s < schemeCount; ++s) {
+                        const long long to = position(slot(point, b, s, seedIndex));
+                        if (to < 0)
+                            continue;
                         if (isCancelled())
                             return;
                         TrialResult trial =
                             runTrial(pointSpec, *group, s, pointSpec.budgets[static_cast<std::size_t>(b)], backend);
-                        const auto at = static_cast<std::size_t>(slot(point, b, s, seedIndex));
+                        const auto at = static_cast<std::size_t>(to);
                         const std::lock_guard lock(mutex);
                         slots[at] = std::move(trial);
                         filled[at] = 1;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 namespace kvlens {
 
@@ -46,9 +47,26 @@ MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency);
 /// Physical memory of this machine in bytes (0 if unknown).
 double physicalMemoryBytes();
 
+/// A trial's place in a spec's grid, by index; the walk order is (point, budget, scheme, seed).
+struct TrialSlot {
+    int point = 0;
+    int budgetIndex = 0;  ///< into pointSpec(point).budgets (the same list at every point)
+    int schemeIndex = 0;  ///< into spec.schemes
+    int seedIndex = 0;
+};
+
+/// Chooses the trials a run computes (a shard of a sweep); empty: every trial.
+using TrialFilter = std::function<bool(const TrialSlot&)>;
+
 /// Runs every trial of a normalized spec on `backend` (design section 7). Deterministic: the
-/// same spec gives the same results whatever the thread count. Refuses, before allocating,
-/// a run whose estimate exceeds spec.memoryLimitMb (default: half of physical memory).
-Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr);
+/// same spec gives the same results whatever the thread count, and a trial's result does not
+/// depend on which other trials run. Refuses, before allocating, a run whose estimate exceeds
+/// spec.memoryLimitMb (default: half of physical memory).
+/// With a `filter`, only the chosen trials run (each (point, seed) draw is made once, and only
+/// where a chosen trial needs it); the ResultSet then holds those trials in walk order,
+/// totalTrials counts the chosen trials, and regimeNote is set only when the first draw
+/// (point 0, seed slot 0) was made.
+Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr,
+                                const TrialFilter& filter = {});
 
 } // namespace kvlens

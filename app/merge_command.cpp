@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Argument parsing, shard reading and checking for `kvlens merge`; the files come from writeRunFiles.
+#include "app/merge_command.h"
+
+#include "app/batch.h"
+#include "core/experiment/shard.h"
+#include "core/experiment/spec_json.h"
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+namespace kvlens::app {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]\n"
+    "  DIR_i         the output directories of `kvlens --batch SPEC --shard i/n --out DIR_i`, in any order\n"
+    "  --out DIR     where to write the merged run: the files an unsharded --batch run writes\n"
+    "  --no-figures  write the tables only\n";
+
+/// The whole file, or an error naming it.
+Result<std::string> readWholeFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return Error{path, "cannot be opened"};
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad())
+        return Error{path, "read error"};
+    return buffer.str();
+}
+
+bool samePath(const std::string& a, const std::string& b)
+{
+    std::error_code ea, eb;
+    const auto pa = std::filesystem::weakly_canonical(a, ea), pb = std::filesystem::weakly_canonical(b, eb);
+    return !ea && !eb && pa == pb;
+}
+
+} // namespace
+
+MergeArguments parseMergeArguments(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    MergeOptions options;
+    bool outGiven = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h") {
+            out << kUsage;
+            return {};
+        }
+        if (a == "--out") {
+            if (i + 1 >= args.size()) {
+                err << "kvlens merge: --out needs a directory\n" << kUsage;
+                return {std::nullopt, 2};
+            }
+            options.outDir = args[++i];
+            outGiven = true;
+        } else if (a == "--no-figures") {
+            options.figures = false;
+        } else if (a.rfind("--", 0) == 0) {
+            err << "kvlens merge: unknown option '" << a << "'\n" << kUsage;
+            return {std::nullopt, 2};
+        } else {
+            std::string dir = a;
+            while (dir.size() > 1 && dir.back() == '/')
+                dir.pop_back();
+            options.shardDirs.push_back(dir);
+        }
+    }
+    if (!outGiven || options.outDir.empty()) {
+        err << "kvlens merge: --out DIR is required\n" << kUsage;
+        return {std::nullopt, 2};
+    }
+    if (options.shardDirs.empty()) {
+        err << "kvlens merge: no shard directories given\n" << kUsage;
+        return {std::nullopt, 2};
+    }
+    return {options, 0};
+}
+
+int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
+{
+    // Every manifest first: a set that does not fit together is refused before any trial is read.
+    std::vector<ShardPart> parts;
+    bool unreadable = false;
+    for (const std::string& dir : options.shardDirs) {
+        if (samePath(dir, options.outDir)) {
+            err << "kvlens merge: --out " << options.outDir << " is one of the shard directories; choose another\n";
+            return 2;
+        }
+        const auto text = readWholeFile(dir + "/manifest.json");
+        if (!text) {
+            err << "kvlens merge: " << dir << ": no readable manifest.json (not a shard directory, or its shard "
+                << "did not finish)\n";
+            unreadable = true;
+            continue;
+        }
+        auto manifest = manifestFromJson(*text);
+        if (!manifest) {
+            err << "kvlens merge: " << dir << "/manifest.json: " << manifest.error().text() << "\n";
+            unreadable = true;
+            continue;
+        }
+        parts.push_back(ShardPart{dir, std::move(*manifest)});
+    }
+    if (unreadable)
+        return 2;
+
+    const Result<ExperimentSpec> spec = loadSpecFile(parts.front().label + "/spec.json");
+    if (!spec) {
+        err << "kvlens merge: " << spec.error().text() << "\n";
+        return 2;
+    }
+    const TrialCatalog catalog = catalogTrials(*spec);
+    if (auto checked = checkShardSet(catalog, parts); !checked) {
+        err << "kvlens merge: " << checked.error().message << "\nnothing written\n";
+        return 2;
+    }
+
+    std::vector<std::vector<TrialResult>> trials;
+    trials.reserve(parts.size());
+    for (const ShardPart& p : parts) {
+        const auto bytes = readWholeFile(p.label + "/trials.bin");
+        if (!bytes) {
+            err << "kvlens merge: " << bytes.error().text() << "; nothing written\n";
+            return 2;
+        }
+        auto decoded = decodeTrials(*bytes);
+        if (!decoded) {
+            err << "kvlens merge: " << p.label << "/" << decoded.error().text() << "; nothing written\n";
+            return 2;
+        }
+        if (decoded->specHash != p.manifest.specHash || decoded->ids != p.manifest.trials) {
+            err << "kvlens merge: " << p.label << "/trials.bin does not hold the trials its manifest lists; "
+                << "nothing written\n";
+            return 2;
+        }
+        trials.push_back(std::move(decoded->trials));
+    }
+    Result<ResultSet> merged = mergeShards(catalog, parts, std::move(trials));
+    if (!merged) {
+        err << "kvlens merge: " << merged.error().text() << "; nothing written\n";
+        return 2;
+    }
+    out << "merged " << parts.size() << " shards (" << merged->trials.size() << " trials) into " << options.outDir
+        << "\n";
+    return writeRunFiles(*merged, options.outDir, options.figures, out, err);
+}
+
+} // namespace kvlens::app

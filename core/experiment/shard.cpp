@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Sharded runs: trial ids, the block assignment, manifests (nlohmann::json), trials.bin, the merge.
+#include "core/experiment/shard.h"
+
+#include "core/experiment/spec_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <charconv>
+#include <cstring>
+#include <map>
+#include <type_traits>
+
+namespace kvlens {
+
+using nlohmann::json;
+
+Result<ShardId> parseShard(std::string_view text)
+{
+    const Error bad{"--shard", "must be i/n with integers 0 <= i < n and 1 <= n <= " + std::to_string(kMaxShards)
+                                   + ", got '" + std::string(text) + "'"};
+    const auto slash = text.find('/');
+    if (slash == std::string_view::npos)
+        return bad;
+    auto number = [](std::string_view s) -> std::optional<long long> {
+        long long v = 0;
+        if (s.empty() || s.front() == '+' || s.front() == '-')
+            return std::nullopt;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc{} || end != s.data() + s.size())
+            return std::nullopt;
+        return v;
+    };
+    const auto index = number(text.substr(0, slash));
+    const auto count = number(text.substr(slash + 1));
+    if (!index || !count || *count < 1 || *count > kMaxShards || *index >= *count)
+        return bad;
+    return ShardId{static_cast<int>(*index), static_cast<int>(*count)};
+}
+
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash)
+{
+    constexpr std::uint64_t kPrime = 0x00000100000001b3ULL;
+    for (const char c : bytes) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= kPrime;
+    }
+    return hash;
+}
+
+namespace {
+
+/// Little-endian writer of the binary formats (ids and trials.bin).
+class ByteWriter {
+public:
+    void u8(std::uint8_t v) { m_bytes.push_back(static_cast<char>(v)); }
+    void u32(std::uint32_t v)
+    {
+        for (int i = 0; i < 4; ++i)
+            u8(static_cast<std::uint8_t>(v >> (8 * i)));
+    }
+    void u64(std::uint64_t v)
+    {
+        for (int i = 0; i < 8; ++i)
+            u8(static_cast<std::uint8_t>(v >> (8 * i)));
+    }
+    void i32(int v) { u32(static_cast<std::uint32_t>(v)); }
+    void f64(double v) { u64(std::bit_cast<std::uint64_t>(v)); }
+    void f32(float v) { u32(std::bit_cast<std::uint32_t>(v)); }
+    void text(std::string_view s)
+    {
+        u64(s.size());
+        m_bytes.append(s);
+    }
+    void raw(std::string_view s) { m_bytes.append(s); }
+    template <class T>
+    void array(const std::vector<T>& values)
+    {
+        u64(values.size());
+        for (const T& v : values) {
+            if constexpr (std::is_same_v<T, float>)
+                f32(v);
+            else
+                u8(v);
+        }
+    }
+    std::string& bytes() { return m_bytes; }
+
+private:
+    std::string m_bytes;
+};
+
+/// Bounds-checked little-endian reader: reading past the end sets `failed` and yields zeros.
+class ByteReader {
+public:
+    explicit ByteReader(std::string_view bytes) : m_bytes(bytes) {}
+
+    bool failed() const { return m_failed; }
+    std::size_t remaining() const { return m_bytes.size() - m_at; }
+    std::string_view take(std::size_t n)
+    {
+        if (m_failed || n > remaining()) {
+            m_failed = true;
+            return {};
+        }
+        const std::string_view s = m_bytes.substr(m_at, n);
+        m_at += n;
+        return s;
+    }
+    std::uint64_t le(int width)
+    {
+        const std::string_view s = take(static_cast<std::size_t>(width));
+        std::uint64_t v = 0;
+        for (std::size_t i = 0; i < s.size(); ++i)
+            v |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[i])) << (8 * i);
+        return v;
+    }
+    std::uint8_t u8() { return static_cast<std::uint8_t>(le(1)); }
+    std::uint32_t u32() { return static_cast<std::uint32_t>(le(4)); }
+    std::uint64_t u64() { return le(8); }
+    int i32() { return static_cast<int>(u32()); }
+    double f64() { return std::bit_cast<double>(u64()); }
+    float f32() { return std::bit_cast<float>(u32()); }
+    template <class T>
+    void array(std::vector<T>& values)
+    {
+        const std::uint64_t n = u64();
+        // A corrupt length must not allocate: every element takes at least one byte.
+        if (n > remaining() / sizeof(T)) {
+            m_failed = true;
+            return;
+        }
+        values.resize(static_cast<std::size_t>(n));
+        for (T& v : values) {
+            if constexpr (std::is_same_v<T, float>)
+                v = f32();
+            else
+                v = u8();
+        }
+    }
+
+private:
+    std::string_view m_bytes;
+    std::size_t m_at = 0;
+    bool m_failed = false;
+};
+
+} // namespace
+
+std::uint64_t specHash(const ExperimentSpec& spec)
+{
+    ExperimentSpec neutral = spec;
+    neutral.name.clear();
+    neutral.backend = "cpu";
+    neutral.device.clear();
+    neutral.memoryLimitMb = 0.0;
+    return fnv1a64(specToJson(neutral, -1));
+}
+
+std::uint64_t trialId(std::uint64_t specHashValue, int point, std::string_view scheme, int budget, std::uint64_t seed)
+{
+    ByteWriter w;
+    w.u64(specHashValue);
+    w.i32(point);
+    w.text(scheme);
+    w.i32(budget);
+    w.u64(seed);
+    return fnv1a64(w.bytes());
+}
+
+std::string hex64(std::uint64_t value)
+{
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string s(16, '0');
+    for (int i = 15; i >= 0; --i, value >>= 4)
+        s[static_cast<std::size_t>(i)] = kDigits[value & 0xF];
+    return s;
+}
+
+std::optional<std::uint64_t> parseHex64(std::string_view text)
+{
+    if (text.size() != 16)
+        return std::nullopt;
+    std::uint64_t v = 0;
+    for (const char c : text) {
+        int digit = 0;
+        if (c >= '0' && c <= '9')
+            digit = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            digit = c - 'a' + 10;
+        else
+            return std::nullopt;
+        v = (v << 4) | static_cast<std::uint64_t>(digit);
+    }
+    return v;
+}
+
+namespace {
+
+/// The grid's sizes, for the arithmetic of walk and draw orders.
+struct GridShape {
+    long long points = 1, budgets = 1, schemes = 1, seeds = 1;
+
+    explicit GridShape(const ExperimentSpec& spec)
+        : points(spec.pointCount()), budgets(static_cast<long long>(spec.budgets.size())),
+          schemes(static_cast<long long>(spec.schemes.size())), seeds(spec.seedCount)
+    {
+    }
+    long long total() const { return points * budgets * schemes * seeds; }
+    long long walkIndex(const TrialSlot& t) const
+    {
+        return ((t.point * budgets + t.budgetIndex) * schemes + t.schemeIndex) * seeds + t.seedIndex;
+    }
+    /// Draw order: (point, seed, budget, scheme), so one (point, seed) data set is one run of trials.
+    long long drawIndex(const TrialSlot& t) const
+    {
+        return ((t.point * seeds + t.seedIndex) * budgets + t.budgetIndex) * schemes + t.schemeIndex;
+    }
+    TrialSlot fromDrawIndex(long long i) const
+    {
+        TrialSlot t;
+        t.schemeIndex = static_cast<int>(i % schemes);
+        i /= schemes;
+        t.budgetIndex = static_cast<int>(i % budgets);
+        i /= budgets;
+        t.seedIndex = static_cast<int>(i % seeds);
+        t.point = static_cast<int>(i / seeds);
+        return t;
+    }
+    TrialSlot fromWalkIndex(long long i) const
+    {
+        TrialSlot t;
+        t.seedIndex = static_cast<int>(i % seeds);
+        i /= seeds;
+        t.schemeIndex = static_cast<int>(i % schemes);
+        i /= schemes;
+        t.budgetIndex = static_cast<int>(i % budgets);
+        t.point = static_cast<int>(i / budgets);
+        return t;
+    }
+};
+
+/// First draw index of block `index` of `count`: the first total % count blocks hold one more.
+long long blockStart(long long total, long long index, long long count)
+{
+    const long long base = total / count, extra = total % count;
+    return index * base + std::min(index, extra);
+}
+
+std::uint64_t slotId(const ExperimentSpec& spec, std::uint64_t hash, const TrialSlot& t)
+{
+    return trialId(hash, t.point, spec.schemes[static_cast<std::size_t>(t.schemeIndex)].name,
+                   spec.budgets[static_cast<std::size_t>(t.budgetIndex)], spec.seed(t.seedIndex));
+}
+
+} // namespace
+
+long long TrialCatalog::find(std::uint64_t id) const
+{
+    const auto it = std::lower_bound(byId.begin(), byId.end(), std::pair<std::uint64_t, long long>{id, -1});
+    return it != byId.end() && it->first == id ? it->second : -1;
+}
+
+long long TrialCatalog::walkIndex(const TrialSlot& slot) const
+{
+    return GridShape(spec).walkIndex(slot);
+}
+
+std::string TrialCatalog::describe(long long walkIndex) const
+{
+    if (walkIndex < 0 || walkIndex >= size())
+        return "no trial";
+    const TrialSlot& t = trialSlots[static_cast<std::size_t>(walkIndex)];
+    std::string text = "point " + std::to_string(t.point);
+    if (const std::string label = spec.pointLabel(t.point); !label.empty())
+        text += " (" + label + ")";
+    text += ", " + spec.schemes[static_cast<std::size_t>(t.schemeIndex)].name + ", n = "
+            + std::to_string(spec.budgets[static_cast<std::size_t>(t.budgetIndex)]) + ", seed "
+            + std::to_string(spec.seed(t.seedIndex)) + " [id " + hex64(ids[static_cast<std::size_t>(walkIndex)]) + "]";
+    return text;
+}
+
+TrialCatalog catalogTrials(const ExperimentSpec& spec)
+{
+    TrialCatalog catalog;
+    catalog.spec = spec;
+    catalog.specHash = specHash(spec);
+    const GridShape shape(spec);
+    const long long total = shape.total();
+    catalog.trialSlots.reserve(static_cast<std::size_t>(total));
+    catalog.ids.reserve(static_cast<std::size_t>(total));
+    catalog.byId.reserve(static_cast<std::size_t>(total));
+    for (long long i = 0; i < total; ++i) {
+        const TrialSlot t = shape.fromWalkIndex(i);
+        catalog.trialSlots.push_back(t);
+        catalog.ids.push_back(slotId(spec, catalog.specHash, t));
+        catalog.byId.emplace_back(catalog.ids.back(), i);
+    }
+    std::sort(catalog.byId.begin(), catalog.byId.end());
+    return catalog;
+}
+
+bool inShard(const ExperimentSpec& spec, const TrialSlot& slot, ShardId shard)
+{
+    const GridShape shape(spec);
+    const long long at = shape.drawIndex(slot);
+    return at >= blockStart(shape.total(), shard.index, shard.count)
+           && at < blockStart(shape.total(), shard.index + 1, shard.count);
+}
+
+TrialFilter shardFilter(const ExperimentSpec& spec, ShardId shard)
+{
+    const GridShape shape(spec);
+    const long long first = blockStart(shape.total(), shard.index, shard.count);
+    const long long end = blockStart(shape.total(), shard.index + 1, shard.count);
+    return [shape, first, end](const TrialSlot& slot) {
+        const long long at = shape.drawIndex(slot);
+        return at >= first && at < end;
+    };
+}
+
+std::vector<long long> shardWalkIndices(const ExperimentSpec& spec, ShardId shard)
+{
+    const GridShape shape(spec);
+    const long long first = blockStart(shape.total(), shard.index, shard.count);
+    const long long end = blockStart(shape.total(), shard.index + 1, shard.count);
+    std::vector<long long> indices;
+    indices.reserve(static_cast<std::size_t>(end - first));
+    for (long long i = first; i < end; ++i)
+        indices.push_back(shape.walkIndex(shape.fromDrawIndex(i)));
+    std::sort(indices.begin(), indices.end());
+    return indices;
+}
+
+std::string manifestToJson(const ShardManifest& manifest)
+{
+    json ids = json::array();
+    for (const std::uint64_t id : manifest.trials)
+        ids.push_back(hex64(id));
+    const json j = {
+        {"format", "kvlens-shard"},
+        {"format_version", kShardFormatVersion},
+        {"program_version", manifest.programVersion},
+        {"spec_hash", hex64(manifest.specHash)},
+        {"shard", {{"index", manifest.shard.index}, {"count", manifest.shard.count}}},
+        {"spec_trials", manifest.specTrials},
+        {"backend", manifest.backend},
+        {"spec_backend", manifest.specBackend},
+        {"regime_note", manifest.regimeNote},
+        {"elapsed_ms", manifest.elapsedMs},
+        {"trials_file", "trials.bin"},
+        {"trial_count", static_cast<long long>(manifest.trials.size())},
+        {"trials", ids},
+    };
+    return j.dump(2) + "\n";
+}
+
+Result<ShardManifest> manifestFromJson(std::string_view text)
+{
+    const json j = json::parse(text.begin(), text.end(), nullptr, false);
+    if (j.is_discarded())
+        return Error{"manifest.json", "is not valid JSON"};
+    if (!j.is_object())
+        return Error{"manifest.json", "must be a JSON object"};
+    auto field = [](const json& object, const char* key, json::value_t type, const char* what) -> Result<json> {
+        const auto it = object.find(key);
+        if (it == object.end())
+            return Error{key, "is missing from the manifest"};
+        const bool ok = type == json::value_t::number_integer ? it->is_number_integer()
+                        : type == json::value_t::number_float ? it->is_number()
+                                                              : it->type() == type;
+        if (!ok)
+            return Error{key, std::string("must be ") + what};
+        return *it;
+    };
+    using V = json::value_t;
+    const auto format = field(j, "format", V::string, "a string");
+    if (!format)
+        return format.error();
+    if (format->get<std::string>() != "kvlens-shard")
+        return Error{"format", "must be \"kvlens-shard\" (this is not a KVLens shard manifest)"};
+    const auto version = field(j, "format_version", V::number_integer, "an integer");
+    if (!version)
+        return version.error();
+    if (version->get<long long>() != kShardFormatVersion)
+        return Error{"format_version", "is " + version->dump() + "; this program reads version "
+                                           + std::to_string(kShardFormatVersion)};
+
+    ShardManifest m;
+    const auto program = field(j, "program_version", V::string, "a string");
+    const auto hash = field(j, "spec_hash", V::string, "a string of 16 hex digits");
+    const auto shard = field(j, "shard", V::object, "an object with index and count");
+    const auto specTrials = field(j, "spec_trials", V::number_integer, "an integer");
+    const auto backend = field(j, "backend", V::string, "a string");
+    const auto specBackend = field(j, "spec_backend", V::string, "a string");
+    const auto note = field(j, "regime_note", V::string, "a string");
+    const auto elapsed = field(j, "elapsed_ms", V::number_float, "a number");
+    const auto count = field(j, "trial_count", V::number_integer, "an integer");
+    const auto trials = field(j, "trials", V::array, "an array of trial ids");
+    for (const Result<json>* r : {&program, &hash, &shard, &specTrials, &backend, &specBackend, &note, &elapsed, &count,
+                                  &trials})
+        if (!*r)
+            return r->error();
+    const auto index = field(*shard, "index", V::number_integer, "an integer");
+    const auto shardCount = field(*shard, "count", V::number_integer, "an integer");
+    if (!index)
+        return Error{"shard.index", index.error().message};
+    if (!shardCount)
+        return Error{"shard.count", shardCount.error().message};
+    const long long i = index->get<long long>(), n = shardCount->get<long long>();
+    if (n < 1 || n > kMaxShards || i < 0 || i >= n)
+        return Error{"shard", "index " + std::to_string(i) + " of count " + std::to_string(n)
+                                  + " is out of range (0 <= index < count <= " + std::to_string(kMaxShards) + ")"};
+    const auto parsedHash = parseHex64(hash->get<std::string>());
+    if (!parsedHash)
+        return Error{"spec_hash", "must be 16 lowercase hex digits, got '" + hash->get<std::string>() + "'"};
+
+    m.programVersion = program->get<std::string>();
+    m.specHash = *parsedHash;
+    m.shard = ShardId{static_cast<int>(i), static_cast<int>(n)};
+    m.specTrials = specTrials->get<long long>();
+    m.backend = backend->get<std::string>();
+    m.specBackend = specBackend->get<std::string>();
+    m.regimeNote = note->get<std::string>();
+    m.elapsedMs = elapsed->get<double>();
+    m.trials.reserve(trials->size());
+    for (std::size_t k = 0; k < trials->size(); ++k) {
+        const json& id = (*trials)[k];
+        const auto parsed = id.is_string() ? parseHex64(id.get<std::string>()) : std::nullopt;
+        if (!parsed)
+            return Error{"trials[" + std::to_string(k) + "]", "must be a trial id of 16 lowercase hex digits"};
+        m.trials.push_back(*parsed);
+    }
+    if (count->get<long long>() != static_cast<long long>(m.trials.size()))
+        return Error{"trial_count", "is " + count->dump() + " but the manifest lists "
+                                        + std::to_string(m.trials.size()) + " trials"};
+    return m;
+}
+
+namespace {
+
+constexpr std::string_view kTrialsMagic = "KVLTRIAL";
+constexpr std::uint32_t kTrialsVersion = 1;
+
+#if defined(__GLIBCXX__) && defined(__x86_64__)
+// Every field of TrialResult is written below; a new field changes the size and stops the
+// build here until encodeTrial and decodeTrial learn it (trials.bin must stay lossless).
+static_assert(sizeof(TrialResult) == 608, "TrialResult changed: update encodeTrial/decodeTrial in shard.cpp");
+#endif
+
+void encodeTrial(ByteWriter& w, const TrialResult& t)
+{
+    w.i32(t.key.point);
+    w.i32(t.key.scheme);
+    w.i32(t.key.budget);
+    w.i32(t.key.seedIndex);
+    w.u64(t.key.seed);
+    for (const double v : t.sixD.values())
+        w.f64(v);
+    w.f64(t.bits.key);
+    w.f64(t.bits.value);
+    for (const double v : {t.relMseK, t.relMseV, t.rawMseK, t.scoreErrorMean, t.scoreErrorVar, t.scoreErrorVarBase,
+                           t.scoreErrorVarPredicted, t.logMeanExpScoreError, t.meanEntropy})
+        w.f64(v);
+    w.i32(t.saturatedNorms);
+    for (const EffectiveDimension* e : {&t.deffK, &t.deffV}) {
+        w.i32(e->used);
+        w.f64(e->participationRatio);
+        w.i32(e->gapRule);
+        w.u8(e->byGap ? 1 : 0);
+    }
+    for (const auto* a : {&t.kl, &t.recall, &t.fisher, &t.a2, &t.snrT, &t.phiT, &t.relMseT, &t.d2})
+        w.array(*a);
+    w.array(t.argmaxShift);
+    for (const VectorSamples* s : {&t.samplesK, &t.samplesV, &t.samplesT}) {
+        w.array(s->snrDb);
+        w.array(s->phi);
+    }
+    for (const double v : {t.timings.keyPath, t.timings.valuePath, t.timings.attention, t.timings.metrics})
+        w.f64(v);
+}
+
+void decodeTrial(ByteReader& r, TrialResult& t)
+{
+    t.key.point = r.i32();
+    t.key.scheme = r.i32();
+    t.key.budget = r.i32();
+    t.key.seedIndex = r.i32();
+    t.key.seed = r.u64();
+    for (double* v : {&t.sixD.snrK, &t.sixD.phiK, &t.sixD.snrV, &t.sixD.phiV, &t.sixD.snrT, &t.sixD.phiT})
+        *v = r.f64();
+    t.bits.key = r.f64();
+    t.bits.value = r.f64();
+    for (double* v : {&t.relMseK, &t.relMseV, &t.rawMseK, &t.scoreErrorMean, &t.scoreErrorVar, &t.scoreErrorVarBase,
+                      &t.scoreErrorVarPredicted, &t.logMeanExpScoreError, &t.meanEntropy})
+        *v = r.f64();
+    t.saturatedNorms = r.i32();
+    for (EffectiveDimension* e : {&t.deffK, &t.deffV}) {
+        e->used = r.i32();
+        e->participationRatio = r.f64();
+        e->gapRule = r.i32();
+        e->byGap = r.u8() != 0;
+    }
+    for (auto* a : {&t.kl, &t.recall, &t.fisher, &t.a2, &t.snrT, &t.phiT, &t.relMseT, &t.d2})
+        r.array(*a);
+    r.array(t.argmaxShift);
+    for (VectorSamples* s : {&t.samplesK, &t.samplesV, &t.samplesT}) {
+        r.array(s->snrDb);
+        r.array(s->phi);
+    }
+    for (double* v : {&t.timings.keyPath, &t.timings.valuePath, &t.timings.attention, &t.timings.metrics})
+        *v = r.f64();
+}
+
+} // namespace
+
+std::string encodeTrials(std::uint64_t specHashValue, const std::vector<TrialResult>& trials,
+                         const std::vector<std::uint64_t>& ids)
+{
+    assert(trials.size() == ids.size() && "encodeTrials: one id per trial");
+    ByteWriter w;
+    w.raw(kTrialsMagic);
+    w.u32(kTrialsVersion);
+    w.u64(specHashValue);
+    w.u64(trials.size());
+    for (std::size_t i = 0; i < trials.size(); ++i) {
+        w.u64(ids[i]);
+        encodeTrial(w, trials[i]);
+    }
+    const std::uint64_t checksum = fnv1a64(w.bytes());
+    w.u64(checksum);
+    return std::move(w.bytes());
+}
+
+Result<ShardTrials> decodeTrials(std::string_view bytes)
+{
+    constexpr std::size_t kHeader = 8 + 4 + 8 + 8, kChecksum = 8;
+    if (bytes.size() < kHeader + kChecksum || bytes.substr(0, kTrialsMagic.size()) != kTrialsMagic)
+        return Error{"trials.bin", "is not a KVLens trials file (wrong magic or too short)"};
+    ByteReader header(bytes.substr(kTrialsMagic.size()));
+    if (const std::uint32_t version = header.u32(); version != kTrialsVersion)
+        return Error{"trials.bin", "has format version " + std::to_string(version) + "; this program reads version "
+                                       + std::to_string(kTrialsVersion)};
+    const std::string_view body = bytes.substr(0, bytes.size() - kChecksum);
+    ByteReader tail(bytes.substr(bytes.size() - kChecksum));
+    if (tail.u64() != fnv1a64(body))
+        return Error{"trials.bin", "checksum mismatch: the file is damaged or truncated"};
+
+    ShardTrials result;
+    result.specHash = header.u64();
+    const std::uint64_t count = header.u64();
+    ByteReader r(body.substr(kHeader));
+    if (count > r.remaining())
+        return Error{"trials.bin", "claims " + std::to_string(count) + " trials, more than the file can hold"};
+    result.ids.reserve(static_cast<std::size_t>(count));
+    result.trials.reserve(static_cast<std::size_t>(count));
+    for (std::uint64_t i = 0; i < count && !r.failed(); ++i) {
+        result.ids.push_back(r.u64());
+        decodeTrial(r, result.trials.emplace_back());
+    }
+    if (r.failed())
+        return Error{"trials.bin", "ends inside a trial record"};
+    if (r.remaining() != 0)
+        return Error{"trials.bin", std::to_string(r.remaining()) + " unexpected bytes after the last trial"};
+    return result;
+}
+
+namespace {
+
+std::string shardName(ShardId s)
+{
+    return std::to_string(s.index) + "/" + std::to_string(s.count);
+}
+
+/// "a, b and 3 more" of the first few trials, for messages.
+std::string someTrials(const TrialCatalog& catalog, const std::vector<long long>& walkIndices)
+{
+    constexpr std::size_t kShown = 3;
+    std::string text;
+    for (std::size_t i = 0; i < std::min(kShown, walkIndices.size()); ++i)
+        text += (i ? "; " : "") + catalog.describe(walkIndices[i]);
+    if (walkIndices.size() > kShown)
+        text += "; and " + std::to_string(walkIndices.size() - kShown) + " more";
+    return text;
+}
+
+} // namespace
+
+Status checkShardSet(const TrialCatalog& catalog, const std::vector<ShardPart>& parts)
+{
+    if (parts.empty())
+        return Error{"merge", "no shard directories given"};
+    std::vector<std::string> problems;
+    const ShardPart& first = parts.front();
+    const int count = first.manifest.shard.count;
+    bool consistent = true; // same spec and shard count: index and trial checks make sense
+    for (const ShardPart& p : parts) {
+        const ShardManifest& m = p.manifest;
+        if (m.specHash != catalog.specHash) {
+            problems.push_back(p.label + ": spec hash " + hex64(m.specHash) + " differs from the spec's " + hex64(catalog.specHash)
+                               + " (" + first.label + "/spec.json): it ran a different spec");
+            consistent = false;
+        }
+        if (m.programVersion != first.manifest.programVersion)
+            problems.push_back(p.label + ": made by KVLens " + m.programVersion + ", but " + first.label + " by KVLens "
+                               + first.manifest.programVersion + "; run every shard with the same version");
+        if (m.shard.count != count) {
+            problems.push_back(p.label + ": shard " + shardName(m.shard) + " is one of " + std::to_string(m.shard.count)
+                               + " shards, but " + first.label + " is one of " + std::to_string(count));
+            consistent = false;
+        }
+        if (m.specTrials != catalog.size())
+            problems.push_back(p.label + ": its manifest counts " + std::to_string(m.specTrials)
+                               + " trials in the spec, the spec has " + std::to_string(catalog.size()));
+    }
+    if (consistent) {
+        // Every shard index exactly once, by directory.
+        std::map<int, std::vector<std::string>> byIndex;
+        for (const ShardPart& p : parts)
+            byIndex[p.manifest.shard.index].push_back(p.label);
+        std::vector<int> missing;
+        for (int i = 0; i < count; ++i) {
+            const auto it = byIndex.find(i);
+            if (it == byIndex.end()) {
+                missing.push_back(i);
+            } else if (it->second.size() > 1) {
+                std::string dirs;
+                for (std::size_t k = 0; k < it->second.size(); ++k)
+                    dirs += (k ? (k + 1 == it->second.size() ? " and " : ", ") : "") + it->second[k];
+                problems.push_back("shard " + shardName({i, count}) + " is given " + std::to_string(it->second.size())
+                                   + " times: " + dirs);
+            }
+        }
+        for (const int i : missing) {
+            const auto indices = shardWalkIndices(catalog.spec, {i, count});
+            problems.push_back("shard " + shardName({i, count}) + " is missing (" + std::to_string(indices.size())
+                               + " trials" + (indices.empty() ? "" : ": " + someTrials(catalog, indices)) + ")");
+        }
+
+        // Every trial of the spec exactly once (catches manifests that do not match their shard).
+        std::vector<int> seen(static_cast<std::size_t>(catalog.size()), 0);
+        std::vector<std::vector<long long>> owner(parts.size());
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+            std::size_t unknown = 0;
+            for (const std::uint64_t id : parts[k].manifest.trials) {
+                const long long at = catalog.find(id);
+                if (at < 0)
+                    ++unknown;
+                else
+                    ++seen[static_cast<std::size_t>(at)];
+            }
+            if (unknown > 0)
+                problems.push_back(parts[k].label + ": " + std::to_string(unknown) + " trial ids that are not in the spec");
+        }
+        std::vector<long long> absent, repeated;
+        for (long long i = 0; i < catalog.size(); ++i) {
+            if (seen[static_cast<std::size_t>(i)] == 0)
+                absent.push_back(i);
+            else if (seen[static_cast<std::size_t>(i)] > 1)
+                repeated.push_back(i);
+        }
+        // A missing or repeated shard already explains its trials; report trials only beyond that.
+        if (!absent.empty() && missing.empty())
+            problems.push_back(std::to_string(absent.size()) + " trials are in no shard: " + someTrials(catalog, absent));
+        bool repeatedShard = false;
+        for (const auto& [index, dirs] : byIndex)
+            repeatedShard = repeatedShard || dirs.size() > 1;
+        if (!repeated.empty() && !repeatedShard)
+            problems.push_back(std::to_string(repeated.size()) + " trials are in more than one shard: "
+                               + someTrials(catalog, repeated));
+    }
+    if (problems.empty())
+        return Ok{};
+    std::string given;
+    for (const ShardPart& p : parts)
+        given += "\n  " + p.label + ": shard " + shardName(p.manifest.shard) + ", "
+                 + std::to_string(p.manifest.trials.size()) + " trials";
+    std::string message = "the shards do not make up the run exactly once:";
+    for (const std::string& line : problems)
+        message += "\n  " + line;
+    message += "\nshards given:" + given;
+    return Error{"merge", message};
+}
+
+Result<ResultSet> mergeShards(const TrialCatalog& catalog, const std::vector<ShardPart>& parts,
+                              std::vector<std::vector<TrialResult>> trials)
+{
+    assert(trials.size() == parts.size() && "mergeShards: one trial list per shard");
+    std::vector<TrialResult> slots(static_cast<std::size_t>(catalog.size()));
+    std::vector<char> filled(slots.size(), 0);
+    ResultSet merged;
+    merged.spec = catalog.spec;
+    merged.schemes = catalog.spec.schemes;
+    merged.totalTrials = catalog.size();
+
+    // Shards in index order decide the backend line and the regime note.
+    std::vector<std::size_t> order(parts.size());
+    for (std::size_t k = 0; k < order.size(); ++k)
+        order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return parts[a].manifest.shard.index < parts[b].manifest.shard.index;
+    });
+    std::vector<std::string> backends;
+    for (const std::size_t k : order) {
+        const ShardPart& p = parts[k];
+        const ShardManifest& m = p.manifest;
+        if (trials[k].size() != m.trials.size())
+            return Error{p.label, "holds " + std::to_string(trials[k].size()) + " trials, its manifest lists "
+                                      + std::to_string(m.trials.size())};
+        for (std::size_t i = 0; i < trials[k].size(); ++i) {
+            const long long at = catalog.find(m.trials[i]);
+            if (at < 0)
+                return Error{p.label, "trial " + hex64(m.trials[i]) + " is not in the spec"};
+            const TrialSlot& s = catalog.trialSlots[static_cast<std::size_t>(at)];
+            const TrialKey& key = trials[k][i].key;
+            if (key.point != s.point || key.scheme != s.schemeIndex
+                || key.budget != catalog.spec.budgets[static_cast<std::size_t>(s.budgetIndex)]
+                || key.seedIndex != s.seedIndex || key.seed != catalog.spec.seed(s.seedIndex))
+                return Error{p.label, "the trial stored for " + catalog.describe(at) + " is a different trial"};
+            if (filled[static_cast<std::size_t>(at)])
+                return Error{p.label, "repeats " + catalog.describe(at)};
+            slots[static_cast<std::size_t>(at)] = std::move(trials[k][i]);
+            filled[static_cast<std::size_t>(at)] = 1;
+        }
+        merged.elapsedMs += m.elapsedMs;
+        if (std::find(backends.begin(), backends.end(), m.backend) == backends.end() && !m.backend.empty())
+            backends.push_back(m.backend);
+        if (merged.regimeNote.empty())
+            merged.regimeNote = m.regimeNote;
+    }
+    for (std::size_t i = 0; i < slots.size(); ++i)
+        if (!filled[i])
+            return Error{"merge", "no shard holds " + catalog.describe(static_cast<long long>(i))};
+    for (const std::string& b : backends)
+        merged.backend += (merged.backend.empty() ? "" : "; ") + b;
+    if (!parts.empty() && !parts[order.front()].manifest.specBackend.empty())
+        merged.spec.backend = parts[order.front()].manifest.specBackend;
+    merged.trials = std::move(slots);
+    return merged;
+}
+
+} // namespace kvlens

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Sharding a run over machines: trial identities, the shard assignment, manifests, the trials file, merging.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/experiment/result.h"
+#include "core/experiment/runner.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvlens {
+
+/// Shard `index` of `count` (`--shard i/n`).
+struct ShardId {
+    int index = 0;
+    int count = 1;
+    bool operator==(const ShardId&) const = default;
+};
+
+inline constexpr int kMaxShards = 1000000;
+
+/// Parses "i/n" (decimal integers, 0 <= i < n, 1 <= n <= kMaxShards); the error's field is "--shard"
+/// and its message gives the allowed range.
+Result<ShardId> parseShard(std::string_view text);
+
+/// 64-bit FNV-1a (Fowler, Noll, Vo) of `bytes`, continuing from `hash`.
+inline constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFnvOffsetBasis);
+
+/// Stable identity of what a normalized spec computes: FNV-1a of specToJson of the spec with
+/// the fields that do not change results neutralised (name, backend, device, memory_limit_mb).
+std::uint64_t specHash(const ExperimentSpec& spec);
+
+/// Identity of one trial: FNV-1a of (spec hash, grid point, scheme name, budget, seed value),
+/// each little-endian (the name with its length). Independent of the shard count.
+std::uint64_t trialId(std::uint64_t specHash, int point, std::string_view scheme, int budget, std::uint64_t seed);
+
+/// 16 lowercase hex digits, and back (nothing for anything else).
+std::string hex64(std::uint64_t value);
+std::optional<std::uint64_t> parseHex64(std::string_view text);
+
+/// Every trial of a normalized spec in walk order (point, budget, scheme, seed), with its id.
+struct TrialCatalog {
+    std::uint64_t specHash = 0;
+    std::vector<TrialSlot> trialSlots; ///< walk order (not "slots": a Qt keyword)
+    std::vector<std::uint64_t> ids;
+
+    long long size() const { return static_cast<long long>(ids.size()); }
+    /// Walk index of a trial id, or -1.
+    long long find(std::uint64_t id) const;
+    /// Walk index of a slot (no lookup: the walk order is arithmetic).
+    long long walkIndex(const TrialSlot& slot) const;
+    /// "point 1 (nu = 3), KV, n = 4, seed 3 [id 0123456789abcdef]" for messages.
+    std::string describe(long long walkIndex) const;
+
+    ExperimentSpec spec;
+    std::vector<std::pair<std::uint64_t, long long>> byId; ///< sorted (id, walk index)
+};
+TrialCatalog catalogTrials(const ExperimentSpec& spec);
+
+/// The shard assignment. Trials are ordered by draw — (point, seed, budget, scheme) — and cut
+/// into `count` contiguous blocks whose sizes differ by at most one; shard i takes block i.
+/// A shard so draws as few (point, seed) data sets as its share allows (one or two more than
+/// its share of draws), and the blocks depend only on the spec and n.
+bool inShard(const ExperimentSpec& spec, const TrialSlot& slot, ShardId shard);
+/// inShard as the runner's filter.
+TrialFilter shardFilter(const ExperimentSpec& spec, ShardId shard);
+/// Walk indices of a shard's trials, ascending.
+std::vector<long long> shardWalkIndices(const ExperimentSpec& spec, ShardId shard);
+
+/// DIR/manifest.json of a shard: what it ran, for `kvlens merge` to check.
+struct ShardManifest {
+    std::string programVersion;
+    std::uint64_t specHash = 0;
+    ShardId shard;
+    long long specTrials = 0;            ///< trials of the whole spec
+    std::string backend;                 ///< what ran (ResultSet::backend)
+    std::string specBackend;             ///< spec.backend as spec.json gives it ("cpu (fallback: ...)" after one)
+    std::string regimeNote;              ///< the regime's note, set by the shard that drew point 0, seed slot 0
+    double elapsedMs = 0.0;
+    std::vector<std::uint64_t> trials;   ///< ids of the trials it ran, walk order
+};
+inline constexpr int kShardFormatVersion = 1;
+
+/// The manifest as JSON: {"format": "kvlens-shard", "format_version": 1, "program_version",
+/// "spec_hash" (hex), "shard": {"index", "count"}, "spec_trials", "backend", "spec_backend",
+/// "regime_note", "elapsed_ms", "trials_file": "trials.bin", "trial_count", "trials": [hex ids]}.
+std::string manifestToJson(const ShardManifest& manifest);
+/// Reads a manifest; errors name the key that is missing or wrong.
+Result<ShardManifest> manifestFromJson(std::string_view text);
+
+/// DIR/trials.bin: every TrialResult of a shard, lossless (floats as their bits), little-endian:
+///   "KVLTRIAL" | u32 format version | u64 spec hash | u64 trial count
+///   | per trial: u64 id, the key, every scalar, every per-query array and per-vector sample
+///     (u64 length + elements), the timings
+///   | u64 FNV-1a of every byte before it.
+std::string encodeTrials(std::uint64_t specHash, const std::vector<TrialResult>& trials,
+                         const std::vector<std::uint64_t>& ids);
+struct ShardTrials {
+    std::uint64_t specHash = 0;
+    std::vector<std::uint64_t> ids;
+    std::vector<TrialResult> trials;
+};
+/// Decodes trials.bin; a wrong magic, version, length or checksum is an error.
+Result<ShardTrials> decodeTrials(std::string_view bytes);
+
+/// One shard as merge sees it; `label` (its directory) names it in messages.
+struct ShardPart {
+    std::string label;
+    ShardManifest manifest;
+};
+
+/// Checks that shards make up `spec` exactly once: the same spec hash (= specHash(spec)),
+/// program version and shard count; every shard index once; every trial of the spec in exactly
+/// one shard. The error's message lists each problem on its own line (which shard is missing or
+/// given twice, by directory, with trial counts and the first few trials).
+Status checkShardSet(const TrialCatalog& catalog, const std::vector<ShardPart>& parts);
+
+/// Puts checked shards' trials back into one ResultSet in walk order — the unsharded run's
+/// (timings are the shards'; elapsedMs is their sum; backend and note from the manifests).
+/// `trials[k]` belongs to `parts[k]` and must hold exactly its manifest's trials.
+Result<ResultSet> mergeShards(const TrialCatalog& catalog, const std::vector<ShardPart>& parts,
+                              std::vector<std::vector<TrialResult>> trials);
+
+} // namespace kvlens
