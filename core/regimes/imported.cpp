@@ -58,6 +58,11 @@ std::int64_t index(const RegimeParams& params, std::string_view key)
 
 Result<Resolved> resolveOne(const ImportSource& source, const RegimeParams& params, std::int64_t head)
 {
+    // Devices, FIFOs and folders are refused before opening: reading /dev/stdin would block.
+    std::error_code ec;
+    if (!fs::is_regular_file(source.path, ec))
+        return Error{source.path == paramText(params, "file") ? "regime.file" : source.field,
+                     source.path + (fs::exists(source.path, ec) ? ": not a regular file" : ": no such file")};
     auto file = io::inspectTensorFile(source.path);
     if (!file)
         return Error{source.path == paramText(params, "file") ? "regime.file" : source.field, file.error().text()};

@@ -209,7 +209,15 @@ private slots:
 
         QCOMPARE(refusedField({}, ok), std::string("regime.file"));
         QCOMPARE(refusedField({{"file", dataPath("no_such_file.safetensors")}}, ok, &message), std::string("regime.file"));
-        QVERIFY2(message.find("no_such_file") != std::string::npos, message.c_str());
+        QVERIFY2(message.find("no_such_file.safetensors: no such file") != std::string::npos, message.c_str());
+        // A device or a folder is refused before it is opened (reading /dev/stdin would block).
+        QCOMPARE(refusedField({{"file", std::string("/dev/null.npy")}}, ok), std::string("regime.file"));
+        QCOMPARE(refusedField({{"k", std::string("/dev/stdin")}, {"file", dataPath("kv_example.safetensors")}}, ok),
+                 std::string("regime.k")); // not a tensor file name: names a tensor, which the file lacks
+        QCOMPARE(refusedField({{"file", std::string("/dev/zero")}}, ok, &message), std::string("regime.file"));
+        QVERIFY2(message.find("/dev/zero: not a regular file") != std::string::npos, message.c_str());
+        QCOMPARE(refusedField({{"file", std::string(KVLENS_TEST_DATA_DIR)}}, ok, &message), std::string("regime.file"));
+        QVERIFY2(message.find("not a regular file") != std::string::npos, message.c_str());
         // A malformed file is refused by the reader's rule, with the file named.
         QCOMPARE(refusedField({{"file", dataPath("st_offsets_overlap.safetensors")}}, ok, &message), std::string("regime.file"));
         QVERIFY2(message.find("st_offsets_overlap") != std::string::npos, message.c_str());
