@@ -215,6 +215,9 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
     int figureFiles = 0;
     for (widgets::ResultView* view : figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
+        // The teaching tab draws its own one-query example, not this run's data: the window exports it.
+        if (view->viewId() == QLatin1String("teaching"))
+            continue;
         view->resize(900, 650);
         view->setData(data);
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},

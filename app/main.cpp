@@ -4,6 +4,7 @@
 #include "app/codebook_command.h"
 #include "app/main_window.h"
 #include "app/merge_command.h"
+#include "app/reproduce.h"
 #include "app/resources.h"
 #include "core/experiment/spec_json.h"
 #include "gpu/device.h"
@@ -71,7 +72,7 @@ int main(int argc, char** argv)
     }
     // Batch mode renders figures without a display, and --help / --version need none:
     // default to the offscreen platform there.
-    const bool batch = hasArgument(argc, argv, "--batch");
+    const bool batch = hasArgument(argc, argv, "--batch") || hasArgument(argc, argv, "--reproduce");
     const bool headless = batch || merge || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
                           || hasArgument(argc, argv, "--help-all") || hasArgument(argc, argv, "--version")
                           || hasArgument(argc, argv, "-v");
@@ -98,6 +99,8 @@ int main(int argc, char** argv)
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
         "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv,\n"
         "                                       proxies.csv\n"
+        "  kvlens --reproduce --out DIR [--full]   run the shipped presets and write DIR/report.html, the papers'\n"
+        "                                       claims with measured figures and computed verdicts\n"
         "  kvlens --batch SPEC.json --shard i/n --out DIR_i   run only shard i of n (0 <= i < n), for job arrays;\n"
         "                                       DIR_i gets manifest.json, trials.bin, spec.json and the shard's CSVs"));
     parser.addHelpOption();
@@ -129,6 +132,16 @@ int main(int argc, char** argv)
         QStringLiteral("Batch mode: run only shard i of n (\"i/n\", 0 <= i < n) of the spec's trials, for a job array; "
                        "bring the n directories together with `kvlens merge`."),
         QStringLiteral("i/n"));
+    const QCommandLineOption reproduceOption(
+        QStringLiteral("reproduce"),
+        QStringLiteral("Run the shipped presets and write DIR/report.html: every claim of papers A, B and C with its "
+                       "measured figure, interval or p-value and computed verdict, plus figures (PDF, SVG) and CSVs."));
+    const QCommandLineOption fullOption(QStringLiteral("full"),
+                                        QStringLiteral("With --reproduce: the papers' sizes (d = 1024, twice the seeds)."));
+    QCommandLineOption reproduceScaleOption(QStringLiteral("reproduce-scale"),
+                                            QStringLiteral("Shrink the --reproduce runs by this factor (tests)."),
+                                            QStringLiteral("factor"));
+    reproduceScaleOption.setFlags(QCommandLineOption::HiddenFromHelp);
     const QCommandLineOption noFiguresOption(QStringLiteral("no-figures"),
                                              QStringLiteral("Batch mode: write the tables only, no figures."));
     const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
@@ -143,12 +156,13 @@ int main(int argc, char** argv)
         QStringLiteral("png"));
     const QCommandLineOption viewOption(
         QStringLiteral("view"),
-        QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory."),
+        QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory, "
+                       "sweep, teaching, validation."),
         QStringLiteral("id"));
     parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
                        quietOption, shardOption,
                        noFiguresOption, specOption, screenshotOption, viewOption,
-                       quitAfter});
+                       quitAfter, reproduceOption, fullOption, reproduceScaleOption});
     parser.process(app);
 
     int threads = 0;
@@ -165,6 +179,21 @@ int main(int argc, char** argv)
     if (parser.isSet(shardOption) && !parser.isSet(batchOption)) {
         std::cerr << "kvlens: --shard needs --batch SPEC\n";
         return 2;
+    }
+    if (parser.isSet(reproduceOption)) {
+        kvlens::app::ReproduceOptions options;
+        options.outDir = parser.value(outOption).toStdString();
+        options.full = parser.isSet(fullOption);
+        options.threads = threads;
+        options.quiet = parser.isSet(quietOption);
+        options.figures = !parser.isSet(noFiguresOption);
+        if (parser.isSet(reproduceScaleOption)) {
+            bool ok = false;
+            options.scale = parser.value(reproduceScaleOption).toDouble(&ok);
+            if (!ok)
+                options.scale = -1.0; // rejected with the allowed range by runReproduce
+        }
+        return kvlens::app::runReproduce(options, std::cout, std::cerr);
     }
     if (parser.isSet(batchOption)) {
         kvlens::app::BatchOptions options;

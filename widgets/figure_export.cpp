@@ -74,6 +74,12 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
         out.error = QStringLiteral("%1: cannot create the folder").arg(dir);
         return out;
     }
+    // Views that compute in the background (the teaching view) finish first, so an export never
+    // catches a half-drawn figure.
+    if (!view.waitUntilDrawn()) {
+        out.error = QStringLiteral("%1: the view is still computing").arg(view.viewTitle());
+        return out;
+    }
     PlotWidget* plot = view.plot();
     const double livePointSize = plot->font().pointSizeF();
     const double printPointSize = options.basePointSize > 0.0 ? options.basePointSize

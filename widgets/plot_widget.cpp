@@ -75,16 +75,26 @@ void PlotWidget::applyPaperStyle(double basePointSize)
     }
     QFont legendFont = font;
     legendFont.setPointSizeF(basePointSize * 0.8);
-    legend->setFont(legendFont);
     // Legend geometry follows the font, so small print sizes get a compact legend.
     const int em = std::max(4, static_cast<int>(std::lround(basePointSize)));
-    legend->setIconSize(QSize(2 * em, em));
-    legend->setIconTextPadding(em / 2);
-    legend->setRowSpacing(0);
-    legend->setColumnSpacing(em);
-    legend->setMargins(QMargins(em / 2, em / 4, em / 2, em / 4));
-    legend->setBrush(QColor(255, 255, 255, 220));
-    legend->setBorderPen(QPen(QColor(0xAA, 0xAA, 0xAA), 0));
+    // Panels may carry their own legends in their inset layouts (the teaching view); style them alike.
+    QList<QCPLegend*> legends{legend};
+    for (QCPAxisRect* rect : axisRects())
+        for (int i = 0; i < rect->insetLayout()->elementCount(); ++i)
+            if (auto* l = qobject_cast<QCPLegend*>(rect->insetLayout()->elementAt(i)); l && !legends.contains(l))
+                legends << l;
+    for (QCPLegend* l : legends) {
+        if (!l)
+            continue;
+        l->setFont(legendFont);
+        l->setIconSize(QSize(2 * em, em));
+        l->setIconTextPadding(em / 2);
+        l->setRowSpacing(0);
+        l->setColumnSpacing(em);
+        l->setMargins(QMargins(em / 2, em / 4, em / 2, em / 4));
+        l->setBrush(QColor(255, 255, 255, 220));
+        l->setBorderPen(QPen(QColor(0xAA, 0xAA, 0xAA), 0));
+    }
     for (int i = 0; i < itemCount(); ++i)
         if (auto* text = qobject_cast<QCPItemText*>(item(i)))
             text->setFont(legendFont);

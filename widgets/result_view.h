@@ -42,6 +42,14 @@ public:
     int currentPoint() const;
     /// Selects the grid point shown.
     void setPoint(int point);
+    /// Blocks until whatever the view computes in the background has been drawn (at most
+    /// `timeoutMs`); true when the figure is current. Export calls it first. Views that draw
+    /// synchronously from data() are always current.
+    virtual bool waitUntilDrawn(int timeoutMs = 30000)
+    {
+        Q_UNUSED(timeoutMs);
+        return true;
+    }
 
 protected:
     /// Rebuilds the figure from data(); called on new data and when an option changes.

@@ -192,6 +192,7 @@ private slots:
             QVERIFY(v->viewDescription().size() > 40);
             QCOMPARE(v->toolTip(), v->viewDescription());
             v->setData(m_data);
+            QVERIFY2(v->waitUntilDrawn(), qPrintable(v->viewId())); // the teaching view computes in the background
             QVERIFY2(v->seriesCount() > 0, qPrintable(v->viewId()));
         }
     }

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The papers' claims checked against measured runs: each claim's numbers, tests, figures and a computed verdict.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/experiment/result.h"
+#include "core/stats/p_value.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvlens::claims {
+
+/// Significance level of every directional test of the report.
+inline constexpr double kAlpha = 0.01;
+
+/// What the measurements say about a claim.
+enum class Verdict {
+    Reproduced,       ///< every check of the claim holds
+    NotReproduced,    ///< no check holds
+    DependsOnSetting, ///< some settings agree, others do not (the claim's checks name them)
+};
+
+/// "reproduced", "not reproduced", "depends on setting".
+std::string_view verdictText(Verdict verdict);
+
+/// One setting in which a claim was tested, and whether the stated criterion held there.
+struct Check {
+    std::string setting;  ///< "n = 4, score scale 1"
+    std::string measured; ///< the numbers the criterion looked at
+    bool holds = false;
+};
+
+/// Verdict from the checks: all hold -> reproduced, none (or no check) -> not reproduced,
+/// some -> depends on setting.
+Verdict verdictFrom(std::span<const Check> checks);
+
+/// The directional criterion: p < alpha and the effect in the claimed direction (effect > 0).
+bool significantInDirection(const stats::PValue& p, double effect, double alpha = kAlpha);
+
+/// |measured / expected - 1| <= tolerance (false for a non-finite measurement or expected = 0).
+bool withinRelative(double measured, double expected, double tolerance);
+
+/// Equivalence of a ratio: the interval [lower, upper] lies inside [1 / margin, margin] (margin > 1).
+bool equivalentRatio(double lower, double upper, double margin);
+
+/// "3.2e-05", or "1e-350" from the log when p underflows; "< 1e-300" style never hides the value.
+std::string formatP(const stats::PValue& p);
+/// A number with `digits` significant digits ("0.0271", "2.3e+03"; "n/a" when not finite).
+std::string formatSig(double value, int digits = 3);
+
+/// A plain table of text cells.
+struct Table {
+    std::string caption;
+    std::vector<std::string> header;
+    std::vector<std::vector<std::string>> rows;
+};
+
+/// One drawn series of a claim figure. `low` and `high` (when not empty) are the interval
+/// ends, absolute values, one per point.
+struct Series {
+    std::string name;
+    std::vector<double> x, y, low, high;
+    bool line = true;       ///< connect the points
+    bool reference = false; ///< a theory or threshold line (dashed, black)
+    bool steps = false;     ///< a histogram drawn as a step line
+};
+
+/// A figure of a claim, drawn by the app (the numbers are all here).
+struct Figure {
+    std::string id;          ///< file stem, unique within a report ("a1_variance_ratio")
+    std::string title;
+    std::string xLabel, yLabel;
+    bool logX = false, logY = false;
+    std::vector<std::string> categories; ///< non-empty: x is 0..k-1 and these are its tick labels
+    std::vector<Series> series;
+    std::string caption;     ///< one or two sentences under the figure
+};
+
+/// A claim, what was measured, and the verdict computed from the checks.
+struct Claim {
+    std::string id;          ///< stable identifier ("A1-qjl-variance")
+    std::string paper;       ///< "A", "B", "C", "A vs B"
+    std::string title;
+    std::string statement;   ///< what the paper says
+    std::string criterion;   ///< how each check is decided (stated before looking at the numbers)
+    std::string headline;    ///< the measured figure in one line, with its interval or p-value
+    std::vector<std::string> runs; ///< presets the claim reads
+    std::vector<Check> checks;
+    Verdict verdict = Verdict::NotReproduced;
+    std::string dependsOn;   ///< which settings hold and which do not (set when they differ)
+    std::vector<Table> tables;
+    std::vector<Figure> figures;
+};
+
+/// Sets claim.verdict from its checks and, for a split verdict, claim.dependsOn (the settings that hold).
+void decide(Claim& claim);
+
+/// Marginal histogram of the keys as the codebook sees them: WHT-rotated, unit-normalized,
+/// times sqrt(d) (so the Beta law of a random unit vector's coordinates tends to N(0, 1)).
+struct MarginalHistogram {
+    std::string label;
+    std::vector<double> edges;   ///< bins+1 edges on [-4, 4]
+    std::vector<double> density; ///< per unit x, bins entries
+    std::vector<double> sample;  ///< evenly spaced subsample of the coordinates (for KS tests)
+    double rawExcessKurtosis = 0.0; ///< of the coordinates before rotation
+};
+
+/// Draws the keys of a spec's first seed and histograms their rotated marginal (design §4).
+/// Errors come from the regime (bad parameters).
+Result<MarginalHistogram> rotatedKeyMarginal(const ExperimentSpec& spec, int bins = 64, int maxSample = 20000);
+
+/// The runs the report reads (presets in resources/presets). Null members are skipped,
+/// with the claims that need them.
+struct Runs {
+    const ResultSet* paperA = nullptr;          ///< paper_a.json: gaussian, KV/KQV/QKQV, n = 2, 3, 4
+    const ResultSet* scoreScale = nullptr;      ///< repro_score_scale.json: gaussian, score-scale sweep
+    const ResultSet* heavyTailSweep = nullptr;  ///< heavy_tail_sweep.json: nu = 5 ... 1.05
+    const ResultSet* lowRank1024 = nullptr;     ///< low_rank_d1024.json
+    const ResultSet* heavyTail1024 = nullptr;   ///< repro_heavy_tail_d1024.json (same sizes and schemes)
+    const ResultSet* crossover = nullptr;       ///< budget_crossover.json
+    const ResultSet* vpathHeavyTail = nullptr;  ///< repro_vpath_heavy_tail.json: TQ-{KV,QKV,KQV,QKQV}
+    const ResultSet* vpathLowRank = nullptr;    ///< repro_vpath_low_rank.json
+    const ResultSet* paperBGaussian = nullptr;  ///< paper_b_gaussian.json
+    const ResultSet* paperBHeavyTail = nullptr; ///< paper_b_heavy_tail.json
+    const ResultSet* paperBLowRank = nullptr;   ///< paper_b_low_rank.json
+    const ResultSet* paperC = nullptr;          ///< paper_c_headq.json
+    const MarginalHistogram* lowRankMarginal = nullptr;   ///< of lowRank1024's spec
+    const MarginalHistogram* heavyTailMarginal = nullptr; ///< of heavyTail1024's spec
+    std::uint64_t seed = 1; ///< of the bootstrap resampling
+    int resamples = 400;    ///< bootstrap resamples of each interval
+};
+
+/// Paper A: QJL on keys inflates the score-error variance by pi/2 over the residual it
+/// replaces and by about 2 pi over the n-bit scalar key path (QKQV against KQV).
+Claim qjlVarianceClaim(const ResultSet& gaussian);
+/// Paper A: KQV has lower per-query KL than QKQV at n = 2, 3, 4 (Mann-Whitney, rank-biserial).
+Claim kqvBeatsQkqvClaim(const ResultSet& paperA, std::uint64_t seed, int resamples);
+/// Paper A: at n = 4 the median KL of QKQV is 2.25x that of KQV; checked at every score scale.
+Claim klRatioClaim(const ResultSet& scoreScale, std::uint64_t seed, int resamples);
+/// Paper A: top-5 recall and output direction error move with KL (KQV vs QKQV).
+Claim recallFollowsKlClaim(const ResultSet& scoreScale);
+/// Paper A: under heavy tails (nu -> 1.05) KV's key direction error blows up, KQV's and QKQV's stay put.
+Claim heavyTailClaim(const ResultSet& sweep);
+/// Paper A: low-rank keys at d = 1024 give KL orders of magnitude above heavy-tailed keys
+/// with the same rotated marginal histogram.
+Claim lowRankClaim(const ResultSet& lowRank, const ResultSet& heavyTail, const MarginalHistogram* lowRankMarginal,
+                   const MarginalHistogram* heavyTailMarginal);
+/// Paper A: QKQV reconstructs key directions better at n = 2, 3, KQV at n = 4; on every given run.
+Claim crossoverClaim(const std::vector<const ResultSet*>& runs);
+/// Paper A's V-path verdict (spend the QJL bit on V, not K) on the given runs.
+Claim vpathPaperAClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples);
+/// Paper B's V-path verdict (QJL on V degrades the output) on the same runs.
+Claim vpathPaperBClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples);
+/// Paper B: SQ vs TQ by regime and budget (runs: gaussian, heavy tail, low rank; null skipped).
+Claim sqVsTqClaim(const ResultSet* gaussian, const ResultSet* heavyTail, const ResultSet* lowRank,
+                  std::uint64_t seed, int resamples);
+/// Paper B: water-filling allocation is equivalent to uniform allocation (SQ-KV vs SQU-KV).
+Claim waterFillingClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples);
+/// Paper C: HeadQ beats KIVI; the wrong-sign control is worse than KIVI; the random basis does not do HeadQ's job.
+Claim headqClaim(const ResultSet& paperC, std::uint64_t seed, int resamples);
+/// Paper C: Fisher score error ranks per-query KL better than raw key MSE (Spearman rho).
+Claim fisherProxyClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples);
+
+/// Every claim whose runs are present, in report order.
+std::vector<Claim> evaluateClaims(const Runs& runs);
+
+} // namespace kvlens::claims

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Claim evaluation: verdict rules, criteria, the rotated marginal, and verdicts that follow the measured numbers.
+#include "core/experiment/claims.h"
+#include "core/experiment/runner.h"
+#include "core/experiment/spec_json.h"
+#include "common/approx.h"
+
+#include <QTest>
+
+#include <cmath>
+#include <numbers>
+
+using namespace kvlens;
+using namespace kvlens::claims;
+
+namespace {
+
+ExperimentSpec makeSpec(const char* json)
+{
+    auto spec = specFromJson(json);
+    if (!spec)
+        qFatal("bad test spec: %s", spec.error().text().c_str());
+    return *spec;
+}
+
+ResultSet run(const ExperimentSpec& spec)
+{
+    CpuBackend backend(2);
+    auto result = runExperiment(spec, backend);
+    if (!result)
+        qFatal("run failed: %s", result.error().text().c_str());
+    return std::move(result).value();
+}
+
+/// Paper A's three schemes on small Gaussian data: every claim of paper A has something to read.
+const ResultSet& smallPaperA()
+{
+    static const ResultSet results = run(makeSpec(R"({"kvlens_spec": 1, "name": "small A", "regime": {"name": "gaussian"},
+        "d": 64, "tokens": 512, "queries": 64, "schemes": ["KV", "KQV", "QKQV"], "budgets": [2, 3, 4],
+        "seeds": {"first": 1, "count": 4}, "metrics": {"sample_cap": 256}})"));
+    return results;
+}
+
+int holding(const Claim& c)
+{
+    int n = 0;
+    for (const Check& k : c.checks)
+        n += k.holds ? 1 : 0;
+    return n;
+}
+
+/// A heavy-tail sweep result made by hand: one budget, two seeds, chosen key direction errors.
+ResultSet handMadeSweep(double kqvPhiHeavy)
+{
+    ResultSet rs;
+    rs.spec = makeSpec(R"({"kvlens_spec": 1, "name": "hand", "regime": {"name": "heavy_tail"},
+        "sweep": {"regime.nu": [5, 1.05]}, "d": 16, "tokens": 8, "queries": 2,
+        "schemes": ["KV", "KQV", "QKQV"], "budgets": [4], "seeds": {"first": 1, "count": 2}})");
+    rs.schemes = rs.spec.schemes;
+    // phi per scheme at (nu = 5, nu = 1.05): KV blows up tenfold, QKQV holds, KQV as asked.
+    const double phi[3][2] = {{0.1, 1.0}, {0.1, kqvPhiHeavy}, {0.12, 0.12}};
+    for (int point = 0; point < 2; ++point)
+        for (int scheme = 0; scheme < 3; ++scheme)
+            for (int seed = 0; seed < 2; ++seed) {
+                TrialResult t;
+                t.key = TrialKey{point, scheme, 4, seed, static_cast<std::uint64_t>(seed + 1)};
+                t.samplesK.phi.assign(4, static_cast<float>(phi[scheme][point]));
+                rs.trials.push_back(t);
+            }
+    return rs;
+}
+
+} // namespace
+
+class TestClaims : public QObject {
+    Q_OBJECT
+private slots:
+    void verdictFromChecks_data()
+    {
+        QTest::addColumn<QList<bool>>("holds");
+        QTest::addColumn<QString>("verdict");
+        QTest::newRow("all hold") << QList<bool>{true, true, true} << QStringLiteral("reproduced");
+        QTest::newRow("none holds") << QList<bool>{false, false} << QStringLiteral("not reproduced");
+        QTest::newRow("some hold") << QList<bool>{true, false, true} << QStringLiteral("depends on setting");
+        QTest::newRow("one check, fails") << QList<bool>{false} << QStringLiteral("not reproduced");
+        QTest::newRow("no check at all") << QList<bool>{} << QStringLiteral("not reproduced");
+    }
+    void verdictFromChecks()
+    {
+        QFETCH(QList<bool>, holds);
+        QFETCH(QString, verdict);
+        std::vector<Check> checks;
+        for (bool h : holds)
+            checks.push_back({"s", "m", h});
+        QCOMPARE(QString::fromUtf8(verdictText(verdictFrom(checks)).data()), verdict);
+    }
+
+    void decideNamesTheSettingsOnEachSide()
+    {
+        Claim c;
+        c.checks = {{"n = 2", "", false}, {"n = 3", "", true}, {"n = 4", "", true}};
+        decide(c);
+        QCOMPARE(c.verdict, Verdict::DependsOnSetting);
+        QCOMPARE(QString::fromStdString(c.dependsOn),
+                 QStringLiteral("holds at: n = 3; n = 4. Does not hold at: n = 2."));
+        c.checks[0].holds = true;
+        decide(c);
+        QCOMPARE(c.verdict, Verdict::Reproduced);
+        QVERIFY(c.dependsOn.empty());
+    }
+
+    void criteria_data()
+    {
+        QTest::addColumn<double>("p");
+        QTest::addColumn<double>("logP");
+        QTest::addColumn<double>("effect");
+        QTest::addColumn<bool>("expected");
+        QTest::newRow("significant, claimed direction") << 1e-3 << std::log(1e-3) << 0.4 << true;
+        QTest::newRow("significant, wrong direction") << 1e-3 << std::log(1e-3) << -0.4 << false;
+        QTest::newRow("not significant") << 0.02 << std::log(0.02) << 0.4 << false;
+        QTest::newRow("exactly alpha is not below it") << 0.01 << std::log(0.01) << 0.4 << false;
+        QTest::newRow("underflowed p, exact log") << 0.0 << -800.0 << 0.1 << true;
+        QTest::newRow("no effect") << 1e-9 << std::log(1e-9) << 0.0 << false;
+    }
+    void criteria()
+    {
+        QFETCH(double, p);
+        QFETCH(double, logP);
+        QFETCH(double, effect);
+        QFETCH(bool, expected);
+        QCOMPARE(significantInDirection(stats::PValue{p, logP}, effect), expected);
+    }
+
+    void relativeAndEquivalence()
+    {
+        QVERIFY(withinRelative(1.5, std::numbers::pi / 2, 0.10));  // 4.5% off
+        QVERIFY(!withinRelative(1.3, std::numbers::pi / 2, 0.10)); // 17% off
+        QVERIFY(!withinRelative(NAN, 1.0, 0.5));
+        QVERIFY(!withinRelative(1.0, 0.0, 0.5));
+        QVERIFY(equivalentRatio(0.85, 1.2, 1.25));
+        QVERIFY(!equivalentRatio(0.75, 1.0, 1.25));
+        QVERIFY(!equivalentRatio(1.0, 1.3, 1.25));
+    }
+
+    void formatsTinyPValuesFromTheirLog()
+    {
+        QCOMPARE(QString::fromStdString(formatP(stats::PValue{0.0032, std::log(0.0032)})), QStringLiteral("0.0032"));
+        // log p = -800 nats: p = 10^-347.43 = 3.7e-348, far below what a double holds.
+        QCOMPARE(QString::fromStdString(formatP(stats::PValue{0.0, -800.0})), QStringLiteral("3.7e-348"));
+        QCOMPARE(QString::fromStdString(formatSig(0.027123, 3)), QStringLiteral("0.0271"));
+        QCOMPARE(QString::fromStdString(formatSig(NAN)), QStringLiteral("n/a"));
+    }
+
+    void rotatedMarginalIsTheBetaLawWhateverTheTails()
+    {
+        ExperimentSpec gauss = makeSpec(R"({"kvlens_spec": 1, "regime": {"name": "gaussian"}, "d": 64, "tokens": 512,
+            "queries": 4, "schemes": ["KV"]})");
+        ExperimentSpec heavy = makeSpec(R"({"kvlens_spec": 1, "regime": {"name": "heavy_tail", "nu": 5}, "d": 64,
+            "tokens": 512, "queries": 4, "schemes": ["KV"]})");
+        const auto g = rotatedKeyMarginal(gauss, 32, 5000);
+        const auto h = rotatedKeyMarginal(heavy, 32, 5000);
+        QVERIFY(g.ok() && h.ok());
+        QCOMPARE(g->edges.size(), std::size_t{33});
+        double mass = 0.0;
+        for (std::size_t b = 0; b < g->density.size(); ++b)
+            mass += g->density[b] * (g->edges[b + 1] - g->edges[b]);
+        // Beta((d-1)/2, (d-1)/2) scaled by sqrt(d) is close to N(0, 1): almost no mass beyond +-4.
+        KVLENS_COMPARE_ABS(mass, 1.0, 1e-3);
+        // Density at the centre: N(0,1) gives 0.399; the Beta law at d = 64 slightly more.
+        KVLENS_COMPARE_ABS(g->density[16], 0.40, 0.03);
+        // Raw excess kurtosis: 0 for Gaussian coordinates, 6 for Student-t(5) (heavy, noisy estimate).
+        KVLENS_COMPARE_ABS(g->rawExcessKurtosis, 0.0, 0.15);
+        QVERIFY2(h->rawExcessKurtosis > 2.0, qPrintable(QString::number(h->rawExcessKurtosis)));
+        QCOMPARE(g->sample.size(), std::size_t{5000});
+    }
+
+    void qjlVarianceRatiosAreMeasured()
+    {
+        const Claim c = qjlVarianceClaim(smallPaperA());
+        QCOMPARE(c.checks.size(), std::size_t{6}); // two per budget
+        // The residual ratio is pi/2 up to the <q, r>^2 term (design section 4): within 10% at every budget.
+        for (std::size_t i = 0; i < c.checks.size(); i += 2)
+            QVERIFY2(c.checks[i].holds, c.checks[i].measured.c_str());
+        QCOMPARE(c.tables.size(), std::size_t{1});
+        const double ratio = std::stod(c.tables[0].rows[2][2]); // n = 4, "mean [low, high]"
+        KVLENS_COMPARE_REL(ratio, std::numbers::pi / 2, 0.10);
+        QCOMPARE(c.figures.size(), std::size_t{1});
+        QCOMPARE(c.figures[0].series.size(), std::size_t{5});
+    }
+
+    void verdictFollowsTheNumbersNotTheNames()
+    {
+        const Claim direct = kqvBeatsQkqvClaim(smallPaperA(), 1, 100);
+        QCOMPARE(direct.checks.size(), std::size_t{3});
+        QCOMPARE(direct.verdict, Verdict::Reproduced);
+        // Swap which scheme is called KQV: the same numbers now contradict the claim everywhere.
+        ResultSet swapped = smallPaperA();
+        std::swap(swapped.schemes[1].name, swapped.schemes[2].name);
+        const Claim reversed = kqvBeatsQkqvClaim(swapped, 1, 100);
+        QCOMPARE(holding(reversed), 0);
+        QCOMPARE(reversed.verdict, Verdict::NotReproduced);
+    }
+
+    void heavyTailThresholds()
+    {
+        // KQV at 0.1 rad for both nu: stable; KV tenfold in phi: fails; QKQV flat.
+        const Claim stable = heavyTailClaim(handMadeSweep(0.1));
+        QCOMPARE(stable.checks.size(), std::size_t{3});
+        QCOMPARE(stable.verdict, Verdict::Reproduced);
+        // eps = 1 - cos(phi): doubling phi roughly quadruples eps, past the 1.5x stability bound.
+        const Claim unstable = heavyTailClaim(handMadeSweep(0.2));
+        QCOMPARE(unstable.verdict, Verdict::DependsOnSetting);
+        QVERIFY(!unstable.checks[0].holds);
+        QVERIFY(unstable.dependsOn.find("KQV stable") != std::string::npos);
+        // 1.2x in phi is 1.44x in eps: still stable.
+        QCOMPARE(heavyTailClaim(handMadeSweep(0.12)).verdict, Verdict::Reproduced);
+    }
+
+    void fisherRanksKlBetterThanRawMse()
+    {
+        const Claim c = fisherProxyClaim({&smallPaperA()}, 3, 60);
+        QCOMPARE(c.checks.size(), std::size_t{1});
+        QVERIFY2(c.checks[0].holds, c.checks[0].measured.c_str());
+        const double rhoFisher = std::stod(c.tables[0].rows[0][2]);
+        QVERIFY2(rhoFisher > 0.8, c.tables[0].rows[0][2].c_str());
+    }
+
+    void everyClaimOfTheRunsPresentIsEvaluated()
+    {
+        Runs runs;
+        runs.paperA = &smallPaperA();
+        runs.resamples = 50;
+        const std::vector<Claim> claims = evaluateClaims(runs);
+        QStringList ids;
+        for (const Claim& c : claims) {
+            ids << QString::fromStdString(c.id);
+            QVERIFY(!c.checks.empty());
+            QVERIFY(!c.criterion.empty());
+        }
+        QCOMPARE(ids, (QStringList{"A1-qjl-variance", "A2-kqv-vs-qkqv", "C2-fisher-proxy"}));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestClaims)
+#include "tst_claims.moc"
