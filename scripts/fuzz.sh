@@ -3,9 +3,10 @@
 # Builds the libFuzzer targets with Clang into build-fuzz/ and runs each for a bounded time; non-zero on any finding.
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
-# Seeds: tests/data (the tensor corpus) and resources/presets (specs), copied to a temporary corpus
-# so the repository is never modified. Crashing inputs are kept in build-fuzz/artifacts/<target>/
-# and each run's log in build-fuzz/fuzz_<target>.log.
+# Seeds: tests/data and resources/examples (tensor files), resources/presets and resources/examples
+# (specs), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
+# (default 2) at a time, one core each. Crashing inputs are kept in build-fuzz/artifacts/<target>/ and
+# each run's log in build-fuzz/fuzz_<target>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -13,36 +14,57 @@ build_dir=${KVLENS_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${KVLENS_JOBS:-2}
 
 ./scripts/deps.sh clang libclang-rt-dev
-CC=clang CXX=clang++ cmake -S fuzz -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang CXX=clang++ cmake -S fuzz -B "$build_dir" -DCMAKE_BUILD_TYPE=None >/dev/null  # flags: fuzz/CMakeLists.txt (asserts on)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
+built=()
 for target in npy npz safetensors spec; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$build_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $build_dir/build_$target.log)" >&2
     grep -E 'error' "$build_dir/build_$target.log" | head -10 >&2 || true
     status=1
-    continue
+  else
+    built+=("$target")
   fi
-  corpus="$work/$target"
-  artifacts="$build_dir/artifacts/$target"
-  log="$build_dir/fuzz_$target.log"
+done
+
+# Runs one target for $seconds; its verdict goes to $work/<target>.verdict.
+fuzz_one() {
+  local target=$1 corpus="$work/$1" artifacts="$build_dir/artifacts/$1" log="$build_dir/fuzz_$1.log"
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
-    cp resources/presets/*.json "$corpus"/
+    cp resources/presets/*.json resources/examples/*.json "$corpus"/
   else
-    find tests/data -maxdepth 1 -type f ! -name '*.md' -exec cp {} "$corpus"/ \;
+    find tests/data resources/examples -maxdepth 1 -type f ! -name '*.md' ! -name '*.json' -exec cp {} "$corpus"/ \;
   fi
   if "$build_dir/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    echo "fuzz_$target: ${seconds}s, ${runs:-?} executions, no findings"
+    echo "fuzz_$target: ${seconds}s, ${runs:-?} executions, no findings" >"$work/$target.verdict"
   else
-    echo "fuzz_$target: FINDING (log: $log, input: $artifacts/)" >&2
-    grep -E 'ERROR|SUMMARY|runtime error|deadly signal|Test unit written' "$log" | head -20 >&2 || true
-    status=1
+    { echo "fuzz_$target: FINDING (log: $log, input: $artifacts/)"
+      grep -E 'ERROR|SUMMARY|runtime error|deadly signal|Test unit written' "$log" | head -20 || true; } >"$work/$target.verdict"
+    return 1
   fi
+}
+
+# $jobs targets at a time (one core each).
+pids=()
+for target in "${built[@]}"; do
+  fuzz_one "$target" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$jobs" ]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
+done
+for target in "${built[@]}"; do
+  cat "$work/$target.verdict"
 done
 exit $status

@@ -163,7 +163,8 @@ void SweepView::redraw()
         // Sort by x so the line and its error bars agree with QCPGraph's key order.
         QVector<int> order(line.x.size());
         std::iota(order.begin(), order.end(), 0);
-        std::sort(order.begin(), order.end(), [&](int a, int b) { return line.x[a] < line.x[b]; });
+        const QVector<double>& lineX = line.x; // Clang 14 cannot capture structured bindings
+        std::sort(order.begin(), order.end(), [&lineX](int a, int b) { return lineX[a] < lineX[b]; });
         QVector<double> x, y, lo, hi;
         for (int i : order) {
             x << line.x[i];
