@@ -215,7 +215,7 @@ int main(int argc, char** argv)
     window.show();
     if (parser.isSet(viewOption) && !window.showView(parser.value(viewOption))) {
         std::cerr << "kvlens: --view: unknown view '" << parser.value(viewOption).toStdString()
-                  << "' (shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory)\n";
+                  << "' (shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory, sweep, teaching, validation)\n";
         return 2;
     }
     // --backend and --device apply to the window's spec as they do to a batch run's.

@@ -153,6 +153,31 @@ private slots:
                 QCOMPARE(sortedRows(readAll(path("merged/figures/") + f)), sortedRows(readAll(path("whole/figures/") + f)));
     }
 
+    void defaultSpecInThreeShardsReproducesTheSummary()
+    {
+        // The acceptance check of the issue, on the default experiment (d = 128, N = 1024, 72 trials).
+        const Run whole = runKvlens({QStringLiteral("--batch"), QStringLiteral("default"), QStringLiteral("--out"),
+                                     path("default_whole"), QStringLiteral("--quiet"), QStringLiteral("--no-figures")});
+        QVERIFY2(whole.exitCode == 0, whole.err.constData());
+        QStringList shards;
+        for (int i = 0; i < 3; ++i) {
+            shards << path("default_shards/s") + QString::number(i);
+            const Run shard = runKvlens({QStringLiteral("--batch"), QStringLiteral("default"), QStringLiteral("--shard"),
+                                         QStringLiteral("%1/3").arg(i), QStringLiteral("--out"), shards.last(),
+                                         QStringLiteral("--quiet")});
+            QVERIFY2(shard.exitCode == 0, shard.err.constData());
+            QVERIFY(shard.out.contains(QStringLiteral("shard %1/3, 24 of 72 trials").arg(i).toUtf8()));
+        }
+        std::reverse(shards.begin(), shards.end()); // any order
+        const Run merge = runKvlens(QStringList{QStringLiteral("merge")} + shards
+                                    + QStringList{QStringLiteral("--out"), path("default_merged"), QStringLiteral("--no-figures")});
+        QVERIFY2(merge.exitCode == 0, merge.err.constData());
+        const QByteArray summary = readAll(path("default_whole/summary.csv"));
+        QCOMPARE(summary.count('\n'), 1 + 9); // 3 schemes x 3 budgets
+        QCOMPARE(readAll(path("default_merged/summary.csv")), summary);
+        QCOMPARE(readAll(path("default_merged/comparisons.csv")), readAll(path("default_whole/comparisons.csv")));
+    }
+
     void missingShardIsRefusedByName()
     {
         const Run merge = runKvlens({QStringLiteral("merge"), m_shards[0], m_shards[2], QStringLiteral("--out"),
