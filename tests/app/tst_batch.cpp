@@ -6,27 +6,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "common/kvlens_process.h"
+
 #include <cmath>
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out, err;
-};
-
-Run runKvlens(const QStringList& args)
-{
-    QProcess p;
-    p.start(QStringLiteral(KVLENS_EXE), args);
-    Run r;
-    if (!p.waitForFinished(120000))
-        return r;
-    r.exitCode = p.exitCode();
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
-}
+using kvlens::test::Run;
+using kvlens::test::runKvlens;
 
 QList<QStringList> readCsv(const QString& path)
 {

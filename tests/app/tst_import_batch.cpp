@@ -10,31 +10,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "common/kvlens_process.h"
+
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out, err;
-};
-
-Run runKvlens(const QStringList& args, const QStringList& environment = {})
-{
-    QProcess p;
-    if (!environment.isEmpty()) {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const QString& assignment : environment)
-            env.insert(assignment.section(QLatin1Char('='), 0, 0), assignment.section(QLatin1Char('='), 1));
-        p.setProcessEnvironment(env);
-    }
-    p.start(QStringLiteral(KVLENS_EXE), args);
-    Run r;
-    if (!p.waitForFinished(120000))
-        return r;
-    r.exitCode = p.exitCode();
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
-}
+using kvlens::test::Run;
+using kvlens::test::runKvlens;
 
 QString writeFile(const QString& path, const QByteArray& bytes)
 {

@@ -8,25 +8,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "common/kvlens_process.h"
+
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out, err;
-};
-
-Run runKvlens(const QStringList& args, int timeoutMs = 240000)
-{
-    QProcess p;
-    p.start(QStringLiteral(KVLENS_EXE), args);
-    Run r;
-    if (!p.waitForFinished(timeoutMs))
-        return r;
-    r.exitCode = p.exitCode();
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
-}
+using kvlens::test::Run;
+using kvlens::test::runKvlens;
 
 QList<QStringList> readCsv(const QString& path)
 {
@@ -179,7 +166,7 @@ private slots:
         const QString out = dir.filePath(QStringLiteral("report"));
         if (args.last() == QStringLiteral("--out"))
             args << out;
-        const Run r = runKvlens(args, 30000);
+        const Run r = runKvlens(args, {}, 30000);
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains(message), r.err.constData());
         QVERIFY(!QDir(out).exists());
