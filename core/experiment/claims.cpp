@@ -1013,6 +1013,23 @@ std::vector<std::string> vpathRuns(const std::vector<const ResultSet*>& runs)
 
 } // namespace
 
+/// AB1/AB2's checks for one cell: TQ-KQV against TQ-KV on per-query φ_T and d², holding when the
+/// difference is significant in `direction` (+1: TQ-KQV lower, -1: higher). Returns how many hold.
+int addVpathChecks(Claim& claim, const VpathCell& c, double direction)
+{
+    const std::string setting = c.setting + ", n = " + std::to_string(c.n);
+    int holding = 0;
+    for (const auto& [metric, x] : {std::pair<const char*, const Contrast*>{"φ_T", &c.phiVsNone}, {"d²", &c.d2VsNone}}) {
+        const bool holds = significantInDirection(x->p, direction * x->r);
+        holding += holds ? 1 : 0;
+        claim.checks.push_back({setting + " [" + metric + "]",
+                                "ratio " + ratioText(x->ratio, x->low, x->high) + ", p = " + formatP(x->p) +
+                                    ", r = " + signedText(x->r),
+                                holds});
+    }
+    return holding;
+}
+
 Claim vpathPaperAClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples)
 {
     Claim claim;
@@ -1036,15 +1053,7 @@ Claim vpathPaperAClaim(const std::vector<const ResultSet*>& runs, std::uint64_t 
     Series phi{"φ_T", {}, {}, {}, {}, false}, d2{"d²", {}, {}, {}, {}, false};
     int helpsCount = 0;
     for (const VpathCell& c : cells) {
-        const std::string setting = c.setting + ", n = " + std::to_string(c.n);
-        for (const auto& [metric, x] : {std::pair<const char*, const Contrast*>{"φ_T", &c.phiVsNone}, {"d²", &c.d2VsNone}}) {
-            const bool holds = significantInDirection(x->p, x->r);
-            helpsCount += holds ? 1 : 0;
-            claim.checks.push_back({setting + " [" + metric + "]",
-                                    "ratio " + ratioText(x->ratio, x->low, x->high) + ", p = " + formatP(x->p) +
-                                        ", r = " + signedText(x->r),
-                                    holds});
-        }
+        helpsCount += addVpathChecks(claim, c, +1.0);
         const double xPos = static_cast<double>(fig.categories.size());
         fig.categories.push_back(c.setting + " n=" + std::to_string(c.n));
         pushRatio(phi, xPos, c.phiVsNone.ratio, c.phiVsNone.low, c.phiVsNone.high);
@@ -1083,15 +1092,7 @@ Claim vpathPaperBClaim(const std::vector<const ResultSet*>& runs, std::uint64_t 
     Series kl{"KL", {}, {}, {}, {}, false}, d2{"d²", {}, {}, {}, {}, false};
     int hurtsCount = 0;
     for (const VpathCell& c : cells) {
-        const std::string setting = c.setting + ", n = " + std::to_string(c.n);
-        for (const auto& [metric, x] : {std::pair<const char*, const Contrast*>{"φ_T", &c.phiVsNone}, {"d²", &c.d2VsNone}}) {
-            const bool holds = significantInDirection(x->p, -x->r);
-            hurtsCount += holds ? 1 : 0;
-            claim.checks.push_back({setting + " [" + metric + "]",
-                                    "ratio " + ratioText(x->ratio, x->low, x->high) + ", p = " + formatP(x->p) +
-                                        ", r = " + signedText(x->r),
-                                    holds});
-        }
+        hurtsCount += addVpathChecks(claim, c, -1.0);
         const double xPos = static_cast<double>(fig.categories.size());
         fig.categories.push_back(c.setting + " n=" + std::to_string(c.n));
         pushRatio(kl, xPos, c.klVsK.ratio, c.klVsK.low, c.klVsK.high);
