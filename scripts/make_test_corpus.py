@@ -184,6 +184,12 @@ def main():
     npz("npz_object_member.npz", [("a.npy", a), ("obj.npy", npy_bytes(npy_dict("|O", False, [2]), b"\x80\x04N." * 4))],
         zipfile.ZIP_STORED)
     write("npz_not_a_zip.npz", b"PK\x03\x04 this is not a zip archive at all" + b"\0" * 40)
+    # 64 MiB of float32 that deflates to about 70 KB: zeros but for the last row, which holds
+    # c * 0.25 - 3. A slice of one row must be read without inflating the tensor into memory.
+    rows, cols = 4096, 4096
+    last_row = pack([c * 0.25 - 3.0 for c in range(cols)], "f")
+    big = npy_bytes(npy_dict("<f4", False, [rows, cols]), bytes(4 * cols * (rows - 1)) + last_row)
+    npz("npz_deflated_64mib.npz", [("z.npy", big)], zipfile.ZIP_DEFLATED)
 
     # ---- .safetensors, valid ---------------------------------------------------------------
     f16 = pack(ramp(6), "e")
@@ -227,6 +233,14 @@ def main():
         {"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 16]}}, four))
     write("st_metadata_not_string.safetensors", safetensors([("a", "F32", [4], four)], metadata={"epoch": 3}))
     write("st_not_json.safetensors", safetensors([], header_text="{not json at all}"))
+    # An array nested 100 000 deep as the shape, and as the first of the data offsets: printing such
+    # a value (nlohmann::json::dump recurses once per level) in an error overflowed the stack, so the
+    # reader must refuse the nesting before it parses, and never print a value it refuses.
+    deep = "[" * 100_000 + "]" * 100_000
+    write("st_deep_shape.safetensors", safetensors(
+        [], header_text='{"a":{"dtype":"F32","shape":%s,"data_offsets":[0,16]}}' % deep, extra=four))
+    write("st_deep_offsets.safetensors", safetensors(
+        [], header_text='{"a":{"dtype":"F32","shape":[4],"data_offsets":[%s,16]}}' % deep, extra=four))
 
     # ---- K/V/Q example: heads x tokens x head_dim = 2 x 64 x 32, float32 ---------------------
     shape = [2, 64, 32]

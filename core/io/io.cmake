@@ -1,6 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Tensor file readers of core/io (.npy, .npz, .safetensors), added to kvlens_core.
 target_sources(kvlens_core PRIVATE
+  io/fault.cpp
+  io/fault.h
+  io/file_read.cpp
+  io/file_read.h
+  io/json_text.cpp
+  io/json_text.h
+  io/staged_dir.cpp
+  io/staged_dir.h
   io/npy.cpp
   io/npy.h
   io/npz.cpp

@@ -19,10 +19,12 @@ struct HeaderError {
     std::string message;
 };
 
-/// Recursive descent over exactly the dict NumPy writes,
+/// A hand-written parser for exactly the dict NumPy writes,
 /// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }, tolerating any spacing and trailing
 /// commas. Anything else (expressions, escapes, other keys, nested values) is refused by name rather
-/// than evaluated.
+/// than evaluated. The grammar has no nesting (a shape is a flat tuple of integers; a list, tuple or
+/// dict anywhere else is refused at its first byte), so no input makes the parser recurse, and the
+/// header it sees is capped at kNpyMaxHeaderBytes.
 class DictParser {
 public:
     explicit DictParser(std::string_view text) : m_text(text) {}
@@ -269,6 +271,7 @@ Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, std::
     TensorInfo info;
     info.name = tensor;
     info.dataOffset = dataOffset;
+    info.fileBytes = fileSize;
     try {
         const std::string_view text(reinterpret_cast<const char*>(bytes.data() + preamble),
                                     static_cast<std::size_t>(headerLength));

@@ -4,10 +4,14 @@
 
 #include "core/io/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <set>
@@ -54,17 +58,32 @@ Result<Archive> openBuffer(std::span<const std::uint8_t> bytes, const std::strin
     return Archive(archive);
 }
 
-Result<Archive> openPath(const std::string& path)
+/// Opens `path` through a descriptor checked to be a regular file, as the other readers do: zip_open
+/// would block on a FIFO and misreport a device or folder. `size` receives the file's size.
+Result<Archive> openPath(const std::string& path, std::uint64_t& size)
 {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
-        return Error{path, "empty file (not a zip archive)"}; // as openBuffer
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return Error{path, std::string("cannot open: ") + std::strerror(errno)};
+    const auto refuse = [&](const std::string& message) {
+        ::close(fd);
+        return Error{path, message};
+    };
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        return refuse(std::string("cannot stat: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return refuse("is not a regular file");
+    size = static_cast<std::uint64_t>(st.st_size);
+    if (size == 0)
+        return refuse("empty file (not a zip archive)"); // as openBuffer
     int code = 0;
-    zip_t* archive = zip_open(path.c_str(), ZIP_RDONLY, &code);
+    zip_t* archive = zip_fdopen(fd, 0, &code); // read-only; takes the descriptor only on success
     if (!archive) {
         zip_error_t error;
         zip_error_init_with_code(&error, code);
-        return Error{path, "cannot open as a zip archive: " + zipErrorText(&error)};
+        return refuse("cannot open as a zip archive: " + zipErrorText(&error));
     }
     return Archive(archive);
 }
@@ -75,6 +94,7 @@ struct Member {
     std::string memberName;
     zip_uint64_t index = 0;
     std::uint64_t size = 0;
+    bool stored = false; ///< not compressed, so libzip can seek in it
 };
 
 /// The .npy members in archive order, refusing duplicate names, encrypted members and compression
@@ -107,6 +127,7 @@ Result<std::vector<Member>> listMembers(zip_t* archive, const std::string& label
             return Error{label, prefix + "member " + quoteName(memberName) + " uses compression method "
                                     + std::to_string(st.comp_method) + ", which this libzip cannot decode"};
         m.size = st.size;
+        m.stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
         members.push_back(std::move(m));
     }
     return members;
@@ -144,6 +165,30 @@ public:
             done += static_cast<std::size_t>(n);
         }
         m_done += done;
+        return Ok{};
+    }
+
+    /// Moves `n` bytes forward: a seek in a stored member, else decompressing into a fixed-size
+    /// scratch buffer, so skipping a gigabyte costs time but not memory.
+    Status skip(std::uint64_t n)
+    {
+        if (n == 0)
+            return Ok{};
+        if (m_member.stored) {
+            if (zip_fseek(m_file.get(), static_cast<zip_int64_t>(m_done + n), SEEK_SET) != 0)
+                return fail("cannot seek to byte " + std::to_string(m_done + n) + " of member "
+                            + quoteName(m_member.memberName) + ": " + zip_file_strerror(m_file.get()));
+            m_done += n;
+            return Ok{};
+        }
+        constexpr std::uint64_t kScratch = 64 * 1024;
+        std::vector<std::uint8_t> scratch(static_cast<std::size_t>(std::min(n, kScratch)));
+        while (n > 0) {
+            const auto piece = static_cast<std::size_t>(std::min<std::uint64_t>(n, scratch.size()));
+            if (auto s = read(std::span(scratch).first(piece)); !s)
+                return s;
+            n -= piece;
+        }
         return Ok{};
     }
 
@@ -190,7 +235,46 @@ Result<TensorInfo> readMemberHeader(MemberReader& reader, const Member& member, 
     return std::move(header->tensors.front());
 }
 
-Result<TensorFileInfo> inspectArchive(zip_t* archive, const std::string& label)
+/// A member as a ByteStream from its first byte: the header prefix already decompressed, then the rest.
+class MemberStream : public ByteStream {
+public:
+    MemberStream(MemberReader& reader, std::span<const std::uint8_t> prefix) : m_reader(reader), m_prefix(prefix) {}
+
+    Status read(std::span<std::uint8_t> out) override
+    {
+        const std::size_t held = std::min(out.size(), m_prefix.size());
+        std::copy_n(m_prefix.begin(), held, out.begin());
+        m_prefix = m_prefix.subspan(held);
+        return m_reader.read(out.subspan(held));
+    }
+
+    Status skip(std::uint64_t n) override
+    {
+        const auto held = static_cast<std::size_t>(std::min<std::uint64_t>(n, m_prefix.size()));
+        m_prefix = m_prefix.subspan(held);
+        return m_reader.skip(n - held);
+    }
+
+private:
+    MemberReader& m_reader;
+    std::span<const std::uint8_t> m_prefix;
+};
+
+/// The member named `name`, or an error listing what the archive holds.
+Result<const Member*> findMember(const std::vector<Member>& members, const std::string& name, const std::string& label)
+{
+    const auto found = std::find_if(members.begin(), members.end(), [&](const Member& m) { return m.name == name; });
+    if (found != members.end())
+        return &*found;
+    std::vector<TensorInfo> names;
+    for (const Member& m : members) {
+        names.emplace_back();
+        names.back().name = m.name;
+    }
+    return Error{label, "no tensor named " + quoteName(name) + " (the archive has " + tensorNameList(names) + ")"};
+}
+
+Result<TensorFileInfo> inspectArchive(zip_t* archive, const std::string& label, std::uint64_t archiveBytes)
 {
     const auto members = listMembers(archive, label);
     if (!members)
@@ -204,6 +288,7 @@ Result<TensorFileInfo> inspectArchive(zip_t* archive, const std::string& label)
         auto info = readMemberHeader(reader, member, label, prefix);
         if (!info)
             return info.error();
+        info->fileBytes = archiveBytes; // what readTensorSlice checks: the archive's size, not the member's
         result.tensors.push_back(std::move(*info));
     }
     return result;
@@ -215,18 +300,12 @@ Result<Tensor> readArchiveMember(zip_t* archive, const std::string& name, const 
     const auto members = listMembers(archive, label);
     if (!members)
         return members.error();
-    const auto found = std::find_if(members->begin(), members->end(), [&](const Member& m) { return m.name == name; });
-    if (found == members->end()) {
-        std::vector<TensorInfo> names;
-        for (const Member& m : *members) {
-            names.emplace_back();
-            names.back().name = m.name;
-        }
-        return Error{label, "no tensor named " + quoteName(name) + " (the archive has " + tensorNameList(names) + ")"};
-    }
-    MemberReader reader(archive, *found, label);
+    const auto found = findMember(*members, name, label);
+    if (!found)
+        return found.error();
+    MemberReader reader(archive, **found, label);
     std::vector<std::uint8_t> prefix;
-    const auto info = readMemberHeader(reader, *found, label, prefix);
+    const auto info = readMemberHeader(reader, **found, label, prefix);
     if (!info)
         return info.error();
     // The header has been checked against the member's recorded size; the limits bound that size
@@ -249,6 +328,32 @@ Result<Tensor> readArchiveMember(zip_t* archive, const std::string& name, const 
     return decodeTensor(payload, *info, label, limits);
 }
 
+Result<Tensor> readArchiveMemberSlice(zip_t* archive, std::uint64_t archiveBytes, const TensorInfo& info,
+                                      const SliceRequest& slice, const std::string& label, const ReadLimits& limits)
+{
+    const auto fail = [&](const std::string& message) {
+        return Error{label, "tensor " + quoteName(info.name) + ": " + message};
+    };
+    if (archiveBytes != info.fileBytes)
+        return fail("the archive is " + std::to_string(archiveBytes) + " bytes, " + std::to_string(info.fileBytes)
+                    + " when it was inspected; it has changed (inspect it again)");
+    const auto members = listMembers(archive, label);
+    if (!members)
+        return members.error();
+    const auto found = findMember(*members, info.name, label);
+    if (!found)
+        return found.error();
+    MemberReader reader(archive, **found, label);
+    std::vector<std::uint8_t> prefix;
+    const auto now = readMemberHeader(reader, **found, label, prefix);
+    if (!now)
+        return now.error();
+    if (!samePayloadLayout(*now, info))
+        return fail("the member's header has changed since the file was inspected (inspect it again)");
+    MemberStream stream(reader, prefix);
+    return decodeTensorSlice(stream, *now, slice, label, limits);
+}
+
 } // namespace
 
 Result<TensorFileInfo> parseNpzArchive(std::span<const std::uint8_t> bytes, const std::string& label)
@@ -256,7 +361,7 @@ Result<TensorFileInfo> parseNpzArchive(std::span<const std::uint8_t> bytes, cons
     const auto archive = openBuffer(bytes, label);
     if (!archive)
         return archive.error();
-    return inspectArchive(archive->get(), label);
+    return inspectArchive(archive->get(), label, bytes.size());
 }
 
 Result<Tensor> readNpzMember(std::span<const std::uint8_t> bytes, const std::string& name, const std::string& label,
@@ -270,18 +375,44 @@ Result<Tensor> readNpzMember(std::span<const std::uint8_t> bytes, const std::str
 
 Result<TensorFileInfo> inspectNpzFile(const std::string& path)
 {
-    const auto archive = openPath(path);
+    std::uint64_t size = 0;
+    const auto archive = openPath(path, size);
     if (!archive)
         return archive.error();
-    return inspectArchive(archive->get(), path);
+    return inspectArchive(archive->get(), path, size);
 }
 
 Result<Tensor> readNpzFileMember(const std::string& path, const std::string& name, const ReadLimits& limits)
 {
-    const auto archive = openPath(path);
+    std::uint64_t size = 0;
+    const auto archive = openPath(path, size);
     if (!archive)
         return archive.error();
     return readArchiveMember(archive->get(), name, path, limits);
+}
+
+Result<Tensor> readNpzFileMemberSlice(const std::string& path, const TensorInfo& info, const SliceRequest& slice,
+                                      const ReadLimits& limits)
+{
+    // The request is checked before the archive is opened: a bad index is the caller's, not the file's.
+    if (auto s = checkSliceRequest(info, slice, path, limits); !s)
+        return s.error();
+    std::uint64_t size = 0;
+    const auto archive = openPath(path, size);
+    if (!archive)
+        return archive.error();
+    return readArchiveMemberSlice(archive->get(), size, info, slice, path, limits);
+}
+
+Result<Tensor> readNpzMemberSlice(std::span<const std::uint8_t> bytes, const TensorInfo& info, const SliceRequest& slice,
+                                  const std::string& label, const ReadLimits& limits)
+{
+    if (auto s = checkSliceRequest(info, slice, label, limits); !s)
+        return s.error();
+    const auto archive = openBuffer(bytes, label);
+    if (!archive)
+        return archive.error();
+    return readArchiveMemberSlice(archive->get(), bytes.size(), info, slice, label, limits);
 }
 
 } // namespace kvlens::io

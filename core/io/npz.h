@@ -23,10 +23,23 @@ Result<TensorFileInfo> parseNpzArchive(std::span<const std::uint8_t> bytes, cons
 Result<Tensor> readNpzMember(std::span<const std::uint8_t> bytes, const std::string& name, const std::string& label,
                              const ReadLimits& limits = {});
 
-/// parseNpzArchive for a file, which libzip reads on demand (the archive is not loaded whole).
+/// parseNpzArchive for a file, which libzip reads on demand (the archive is not loaded whole). Only a
+/// regular file is opened (never a FIFO, device or folder).
 Result<TensorFileInfo> inspectNpzFile(const std::string& path);
 
 /// readNpzMember for a file.
 Result<Tensor> readNpzFileMember(const std::string& path, const std::string& name, const ReadLimits& limits = {});
+
+/// readTensorSlice for an .npz file; `info` is one of inspectNpzFile(path)->tensors. The archive must
+/// still be info.fileBytes long and the member's .npy header, decompressed again, must match `info`.
+/// A stored member is seeked to the block; a deflated one is decompressed up to the block and thrown
+/// away in fixed-size pieces, and no further, so its CRC (which covers the whole member) is not checked.
+Result<Tensor> readNpzFileMemberSlice(const std::string& path, const TensorInfo& info, const SliceRequest& slice,
+                                      const ReadLimits& limits = {});
+
+/// readNpzFileMemberSlice for an archive held in memory (`bytes` must be info.fileBytes long), as
+/// parseNpzArchive lists it; for the fuzz target.
+Result<Tensor> readNpzMemberSlice(std::span<const std::uint8_t> bytes, const TensorInfo& info, const SliceRequest& slice,
+                                  const std::string& label, const ReadLimits& limits = {});
 
 } // namespace kvlens::io

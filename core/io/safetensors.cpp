@@ -2,10 +2,13 @@
 // The safetensors header (huggingface/safetensors format description): length, JSON, offsets that tile the buffer.
 #include "core/io/safetensors.h"
 
+#include "core/io/json_text.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -25,10 +28,17 @@ std::string tensorPrefix(const std::string& name)
     return "tensor " + quoteName(name) + ": ";
 }
 
+/// " (it is an array of 3 elements)": what a value of the wrong type is, never the value itself,
+/// which may be megabytes long or nested deeply enough to exhaust the stack when printed.
+std::string itIs(const json& value)
+{
+    return " (it is " + describeJson(value) + ")";
+}
+
 DType dtypeFromName(const std::string& tensor, const json& value)
 {
     if (!value.is_string())
-        throw HeaderError{tensorPrefix(tensor) + "'dtype' is not a string"};
+        throw HeaderError{tensorPrefix(tensor) + "'dtype' is not a string" + itIs(value)};
     const auto& name = value.get_ref<const std::string&>();
     if (name == "F16")
         return DType::F16;
@@ -41,11 +51,12 @@ DType dtypeFromName(const std::string& tensor, const json& value)
     throw HeaderError{tensorPrefix(tensor) + "dtype " + quoteName(name) + " is not supported (F16, BF16, F32, F64 only)"};
 }
 
-std::uint64_t nonNegative(const std::string& tensor, const char* field, const json& value)
+/// Element `index` of the array `field` as an unsigned integer.
+std::uint64_t nonNegative(const std::string& tensor, const char* field, std::size_t index, const json& value)
 {
     if (!value.is_number_unsigned())
-        throw HeaderError{tensorPrefix(tensor) + "'" + field + "' holds " + value.dump().substr(0, 40)
-                          + ", not a non-negative integer"};
+        throw HeaderError{tensorPrefix(tensor) + "'" + field + "' element " + std::to_string(index)
+                          + " is not a non-negative integer" + itIs(value)};
     return value.get<std::uint64_t>();
 }
 
@@ -64,7 +75,7 @@ struct Entry {
 Entry parseEntry(const std::string& name, const json& value, const std::string& label)
 {
     if (!value.is_object())
-        throw HeaderError{tensorPrefix(name) + "entry is not a JSON object"};
+        throw HeaderError{tensorPrefix(name) + "entry is not a JSON object" + itIs(value)};
     for (const auto& [key, unused] : value.items())
         if (key != "dtype" && key != "shape" && key != "data_offsets")
             throw HeaderError{tensorPrefix(name) + "unknown key " + quoteName(key)
@@ -78,18 +89,19 @@ Entry parseEntry(const std::string& name, const json& value, const std::string& 
     entry.info.dtype = dtypeFromName(name, value["dtype"]);
     const json& shape = value["shape"];
     if (!shape.is_array())
-        throw HeaderError{tensorPrefix(name) + "'shape' is not an array"};
-    for (const json& d : shape) {
-        const std::uint64_t dim = nonNegative(name, "shape", d);
+        throw HeaderError{tensorPrefix(name) + "'shape' is not an array" + itIs(shape)};
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        const std::uint64_t dim = nonNegative(name, "shape", i, shape[i]);
         if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            throw HeaderError{tensorPrefix(name) + "dimension " + std::to_string(dim) + " exceeds 2^63 - 1"};
+            throw HeaderError{tensorPrefix(name) + "'shape' element " + std::to_string(i) + " = " + std::to_string(dim)
+                              + " exceeds 2^63 - 1"};
         entry.info.shape.push_back(static_cast<std::int64_t>(dim));
     }
     const json& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2)
-        throw HeaderError{tensorPrefix(name) + "'data_offsets' is not a [begin, end] pair"};
-    entry.begin = nonNegative(name, "data_offsets", offsets[0]);
-    entry.end = nonNegative(name, "data_offsets", offsets[1]);
+        throw HeaderError{tensorPrefix(name) + "'data_offsets' is not a [begin, end] pair" + itIs(offsets)};
+    entry.begin = nonNegative(name, "data_offsets", 0, offsets[0]);
+    entry.end = nonNegative(name, "data_offsets", 1, offsets[1]);
     if (entry.end < entry.begin)
         throw HeaderError{tensorPrefix(name) + offsetsText(entry.begin, entry.end) + " end before they begin"};
 
@@ -104,36 +116,38 @@ Entry parseEntry(const std::string& name, const json& value, const std::string& 
     return entry;
 }
 
-/// Parses the JSON text, refusing duplicate keys at any depth (nlohmann::json would keep the last).
-json parseJson(std::string_view text)
+/// The first key given twice at the top level of `text`, which holds no nesting deeper than
+/// kMaxJsonDepth: a tensor name, so the error can name the tensor as the rest of this reader does.
+std::optional<std::string> topLevelDuplicate(std::string_view text)
 {
-    std::vector<std::set<std::string>> seen;
-    std::string duplicate;
-    bool topLevel = false;
-    const json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
-        if (event == json::parse_event_t::object_start) {
-            seen.emplace_back();
-        } else if (event == json::parse_event_t::object_end) {
-            seen.pop_back();
-        } else if (event == json::parse_event_t::key && duplicate.empty()) {
+    std::set<std::string> seen;
+    std::optional<std::string> duplicate;
+    const json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::key && depth == 1 && !duplicate) {
             const auto& key = parsed.get_ref<const std::string&>();
-            if (!seen.back().insert(key).second) {
+            if (!seen.insert(key).second)
                 duplicate = key;
-                topLevel = seen.size() == 1;
-            }
         }
-        return true;
+        return depth == 0; // keep nothing below the top level: only the keys matter here
     };
-    json header;
-    try {
-        header = json::parse(text.begin(), text.end(), callback);
-    } catch (const json::exception& e) {
-        throw HeaderError{std::string("header is not valid JSON: ") + e.what()};
-    }
-    if (!duplicate.empty())
-        throw HeaderError{topLevel ? tensorPrefix(duplicate) + "duplicate name in the header"
-                                   : "duplicate key " + quoteName(duplicate) + " in the header"};
-    return header;
+    // A text that is also malformed gets parseJsonText's verdict, as it would have without duplicates.
+    const json kept = json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/false);
+    return kept.is_discarded() ? std::nullopt : duplicate;
+}
+
+/// parseJsonText (nesting capped at kMaxJsonDepth, duplicate keys refused), with a tensor name
+/// given twice reported by name.
+json parseHeaderJson(std::string_view text)
+{
+    auto header = parseJsonText(text);
+    if (header)
+        return std::move(*header);
+    // Only a text within the nesting cap is parsed again, and only on this error path.
+    if (jsonNestingError(text).empty())
+        if (const auto name = topLevelDuplicate(text))
+            throw HeaderError{*name == "__metadata__" ? std::string("'__metadata__' is given twice in the header")
+                                                      : tensorPrefix(*name) + "duplicate name in the header"};
+    throw HeaderError{"header: " + header.error().message};
 }
 
 } // namespace
@@ -167,21 +181,20 @@ Result<TensorFileInfo> parseSafetensorsHeader(std::span<const std::uint8_t> byte
     result.format = "safetensors";
     std::vector<Entry> entries;
     try {
-        const json header = parseJson(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8),
+        const json header = parseHeaderJson(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8),
                                                        static_cast<std::size_t>(headerLength)));
         if (!header.is_object())
-            throw HeaderError{"header is not a JSON object"};
+            throw HeaderError{"header is not a JSON object" + itIs(header)};
         for (const auto& [key, value] : header.items()) {
             if (key != "__metadata__") {
                 entries.push_back(parseEntry(key, value, label));
                 continue;
             }
             if (!value.is_object())
-                throw HeaderError{"'__metadata__' is not a JSON object"};
+                throw HeaderError{"'__metadata__' is not a JSON object" + itIs(value)};
             for (const auto& [mkey, mvalue] : value.items()) {
                 if (!mvalue.is_string())
-                    throw HeaderError{"'__metadata__' value of " + quoteName(mkey) + " is not a string (got "
-                                      + std::string(mvalue.type_name()) + ")"};
+                    throw HeaderError{"'__metadata__' value of " + quoteName(mkey) + " is not a string" + itIs(mvalue)};
                 result.metadata[mkey] = mvalue.get<std::string>();
             }
         }
@@ -217,6 +230,7 @@ Result<TensorFileInfo> parseSafetensorsHeader(std::span<const std::uint8_t> byte
 
     for (Entry& e : entries) {
         e.info.dataOffset = 8 + headerLength + e.begin;
+        e.info.fileBytes = fileSize;
         result.tensors.push_back(std::move(e.info));
     }
     return result;

@@ -18,7 +18,8 @@ inline constexpr std::uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 /// Parses a safetensors header: an 8-byte little-endian length N, then N bytes of JSON mapping each
 /// tensor name to {"dtype", "shape", "data_offsets": [begin, end]} and an optional "__metadata__"
 /// object of strings. `bytes` must hold at least the first 8 + N bytes of a file of `fileSize` bytes.
-/// Checks: N ≤ kSafetensorsMaxHeaderBytes and 8 + N ≤ fileSize; dtypes F16, BF16, F32, F64 only;
+/// Checks: N ≤ kSafetensorsMaxHeaderBytes and 8 + N ≤ fileSize; arrays and objects nested at most
+/// kMaxJsonDepth levels (json_text.h; checked before the JSON is parsed); dtypes F16, BF16, F32, F64 only;
 /// no duplicate keys; shape × itemsize equals end − begin; sorted by begin, the offsets tile the
 /// byte buffer [0, fileSize − 8 − N) exactly (no overlap, no hole, none past the end). Tensors are
 /// returned in payload order, with dataOffset relative to the start of the file.

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <limits>
 #include <new>
+#include <utility>
 
 namespace kvlens::io {
 
@@ -112,7 +113,8 @@ public:
     Status open(const std::string& path)
     {
         m_path = path;
-        m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        // O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
+        m_fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (m_fd < 0)
             return Error{path, std::string("cannot open: ") + std::strerror(errno)};
         struct stat st {};
@@ -159,6 +161,201 @@ Result<std::vector<std::uint8_t>> allocateBytes(std::uint64_t n, const std::stri
     } catch (const std::bad_alloc&) {
         return tensorError(label, tensor, "cannot allocate " + std::to_string(n) + " bytes");
     }
+}
+
+/// A file read front to back through an InputFile: skipping is free (pread takes the offset).
+/// `what` ("tensor 'k'") starts its error messages.
+class FileStream : public ByteStream {
+public:
+    FileStream(InputFile& file, std::string what) : m_file(file), m_what(std::move(what)) {}
+
+    Status read(std::span<std::uint8_t> out) override
+    {
+        if (auto s = m_file.readAt(m_position, out, m_what); !s)
+            return s;
+        m_position += out.size();
+        return Ok{};
+    }
+
+    Status skip(std::uint64_t n) override
+    {
+        m_position += n;
+        return Ok{};
+    }
+
+private:
+    InputFile& m_file;
+    std::string m_what;
+    std::uint64_t m_position = 0;
+};
+
+/// Bytes in memory read front to back; running past the end is a "short read" error naming
+/// `label` and `what`, as FileStream's.
+class MemoryStream : public ByteStream {
+public:
+    MemoryStream(std::span<const std::uint8_t> bytes, std::string label, std::string what)
+        : m_bytes(bytes), m_label(std::move(label)), m_what(std::move(what))
+    {
+    }
+
+    Status read(std::span<std::uint8_t> out) override
+    {
+        if (m_position > m_bytes.size() || out.size() > m_bytes.size() - m_position)
+            return Error{m_label, m_what + ": short read: " + std::to_string(out.size()) + " bytes at offset "
+                                      + std::to_string(m_position) + " of " + std::to_string(m_bytes.size())};
+        std::copy_n(m_bytes.begin() + static_cast<std::ptrdiff_t>(m_position), out.size(), out.begin());
+        m_position += out.size();
+        return Ok{};
+    }
+
+    Status skip(std::uint64_t n) override
+    {
+        m_position = n > std::numeric_limits<std::uint64_t>::max() - m_position ? std::numeric_limits<std::uint64_t>::max()
+                                                                                : m_position + n;
+        return Ok{};
+    }
+
+private:
+    std::span<const std::uint8_t> m_bytes;
+    std::string m_label;
+    std::string m_what;
+    std::uint64_t m_position = 0;
+};
+
+/// Largest piece of a stream held at once by the slice reader, whatever the tensor's size.
+constexpr std::size_t kChunkBytes = 1 << 20;
+
+/// A forward-only window of at most kChunkBytes over a ByteStream: hands out byte ranges at
+/// non-decreasing offsets, skipping (seeking) over what lies between them and never reading past
+/// `end`, the byte after the last one the slice needs.
+class ChunkCursor {
+public:
+    ChunkCursor(ByteStream& stream, std::uint64_t end) : m_stream(stream), m_end(end) {}
+
+    /// The `n` bytes (n <= kChunkBytes, offset + n <= end) at `offset`, valid until the next call.
+    Result<const std::uint8_t*> at(std::uint64_t offset, std::size_t n)
+    {
+        const std::uint64_t held = m_start + m_buffer.size();
+        if (offset >= m_start && offset + n <= held)
+            return m_buffer.data() + (offset - m_start);
+        // Offsets never decrease, so nothing before `offset` is needed again.
+        std::size_t kept = 0;
+        if (offset < held) {
+            kept = static_cast<std::size_t>(held - offset);
+            std::memmove(m_buffer.data(), m_buffer.data() + (offset - m_start), kept);
+        } else if (auto s = m_stream.skip(offset - held); !s) {
+            return s.error();
+        }
+        m_buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunkBytes, m_end - offset)));
+        m_start = offset;
+        if (auto s = m_stream.read(std::span(m_buffer).subspan(kept)); !s)
+            return s.error();
+        return m_buffer.data();
+    }
+
+private:
+    ByteStream& m_stream;
+    std::uint64_t m_end;
+    std::uint64_t m_start = 0;          ///< stream offset of m_buffer[0]; the stream stands at m_start + size
+    std::vector<std::uint8_t> m_buffer;
+};
+
+/// Where the block lies in storage: element (r, c) of the block, r counted from 0 (the request's
+/// rowStart), is stored element first + r * rowStride + c * colStride.
+struct BlockLayout {
+    std::uint64_t first = 0;
+    std::uint64_t rowStride = 0;
+    std::uint64_t colStride = 0;
+    std::uint64_t last = 0; ///< the stored element read last
+};
+
+/// The block's storage layout; the request has been checked, so no index overflows.
+BlockLayout blockLayout(const TensorInfo& info, const SliceRequest& slice)
+{
+    const std::size_t rank = info.shape.size();
+    const auto dim = [&](std::size_t k) { return static_cast<std::uint64_t>(info.shape[k]); };
+    const auto rows = dim(rank - 2), cols = dim(rank - 1);
+    const auto rowStart = static_cast<std::uint64_t>(slice.rowStart), rowCount = static_cast<std::uint64_t>(slice.rowCount);
+    BlockLayout layout;
+    if (!info.fortranOrder) {
+        std::uint64_t matrix = 0; // C-order index of the [rows x cols] matrix
+        for (std::size_t k = 0; k + 2 < rank; ++k)
+            matrix = matrix * dim(k) + static_cast<std::uint64_t>(slice.leading[k]);
+        layout.first = (matrix * rows + rowStart) * cols;
+        layout.rowStride = cols;
+        layout.colStride = 1;
+    } else {
+        std::uint64_t stride = 1; // Fortran order: the first index varies fastest
+        for (std::size_t k = 0; k + 2 < rank; ++k) {
+            layout.first += static_cast<std::uint64_t>(slice.leading[k]) * stride;
+            stride *= dim(k);
+        }
+        layout.rowStride = stride;
+        layout.colStride = stride * rows;
+        layout.first += rowStart * layout.rowStride;
+    }
+    layout.last = layout.first + (rowCount - 1) * layout.rowStride + (cols - 1) * layout.colStride;
+    return layout;
+}
+
+/// Converts `count` stored elements from element `first` on into dst[0], dst[stride], dst[2 * stride]...
+Status readRun(ChunkCursor& cursor, const TensorInfo& info, std::uint64_t first, std::uint64_t count, float* dst,
+               std::size_t stride)
+{
+    const std::uint64_t size = dtypeSize(info.dtype);
+    const bool swap = info.bigEndian != (std::endian::native == std::endian::big);
+    const std::uint64_t perChunk = kChunkBytes / size;
+    for (std::uint64_t done = 0; done < count;) {
+        const auto n = static_cast<std::size_t>(std::min(perChunk, count - done));
+        const auto bytes = cursor.at(info.dataOffset + (first + done) * size, static_cast<std::size_t>(n * size));
+        if (!bytes)
+            return bytes.error();
+        if (stride == 1)
+            convert(*bytes, n, info.dtype, swap, dst + done);
+        else
+            for (std::size_t i = 0; i < n; ++i)
+                convert(*bytes + i * size, 1, info.dtype, swap, dst + (done + i) * stride);
+        done += n;
+    }
+    return Ok{};
+}
+
+/// Reads the block into `out` (rowCount x cols, C order) in storage order, so that the cursor only
+/// moves forward: C order is one run; Fortran order is a run per column when rows are adjacent in
+/// storage (rank 2), else one element at a time, the chunked cursor turning those into few reads.
+Status readBlock(ChunkCursor& cursor, const TensorInfo& info, const SliceRequest& slice, const BlockLayout& layout,
+                 float* out)
+{
+    const auto rowCount = static_cast<std::uint64_t>(slice.rowCount);
+    const auto cols = static_cast<std::uint64_t>(info.shape.back());
+    if (!info.fortranOrder)
+        return readRun(cursor, info, layout.first, rowCount * cols, out, 1);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+        const std::uint64_t column = layout.first + c * layout.colStride;
+        if (layout.rowStride == 1) {
+            if (auto s = readRun(cursor, info, column, rowCount, out + c, static_cast<std::size_t>(cols)); !s)
+                return s;
+            continue;
+        }
+        for (std::uint64_t r = 0; r < rowCount; ++r)
+            if (auto s = readRun(cursor, info, column + r * layout.rowStride, 1, out + r * cols + c, 1); !s)
+                return s;
+    }
+    return Ok{};
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+/// a * b, or UINT64_MAX when that overflows.
+std::uint64_t saturatingProduct(std::uint64_t a, std::uint64_t b)
+{
+    return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max() : a * b;
 }
 
 enum class Format { Npy, Npz, Safetensors };
@@ -364,6 +561,127 @@ Result<TensorFileInfo> inspectTensorFile(const std::string& path)
     if (auto s = file.open(path); !s)
         return s.error();
     return readHeader(file, *format, path);
+}
+
+bool samePayloadLayout(const TensorInfo& a, const TensorInfo& b)
+{
+    return a.dtype == b.dtype && a.shape == b.shape && a.fortranOrder == b.fortranOrder && a.bigEndian == b.bigEndian
+           && a.dataOffset == b.dataOffset && a.dataBytes == b.dataBytes;
+}
+
+Status checkSliceRequest(const TensorInfo& info, const SliceRequest& slice, const std::string& label,
+                         const ReadLimits& limits)
+{
+    const auto fail = [&](const std::string& message) {
+        return tensorError(label, info.name, "slice " + message + " (shape " + shapeText(info.shape) + ")");
+    };
+    // Also refuses negative dimensions, so every index below fits the shape's 63-bit product.
+    if (const auto bytes = checkedPayloadBytes(info.shape, info.dtype, info.name, label); !bytes)
+        return bytes.error();
+    const std::size_t rank = info.shape.size();
+    if (rank < 2)
+        return fail("needs a tensor of rank 2 or more, laid out [..., rows, cols]");
+    if (slice.leading.size() != rank - 2)
+        return fail("'leading' has " + std::to_string(slice.leading.size()) + " indices, the tensor needs "
+                    + std::to_string(rank - 2) + " (one for each dimension before the last two)");
+    for (std::size_t k = 0; k + 2 < rank; ++k)
+        if (slice.leading[k] < 0 || slice.leading[k] >= info.shape[k])
+            return fail("'leading[" + std::to_string(k) + "]' = " + std::to_string(slice.leading[k])
+                        + " is outside dimension " + std::to_string(k) + " of size " + std::to_string(info.shape[k]));
+    const std::int64_t rows = info.shape[rank - 2];
+    if (slice.rowCount < 1)
+        return fail("'rowCount' = " + std::to_string(slice.rowCount) + ": at least one row is needed");
+    if (slice.rowStart < 0 || slice.rowStart >= rows)
+        return fail("'rowStart' = " + std::to_string(slice.rowStart) + " is outside the " + std::to_string(rows) + " rows");
+    if (slice.rowCount > rows - slice.rowStart)
+        return fail("'rowStart' + 'rowCount' = " + std::to_string(slice.rowStart) + " + " + std::to_string(slice.rowCount)
+                    + " runs past the " + std::to_string(rows) + " rows");
+    const auto cols = static_cast<std::uint64_t>(info.shape[rank - 1]);
+    const std::uint64_t bytes = saturatingProduct(saturatingProduct(static_cast<std::uint64_t>(slice.rowCount), cols),
+                                                  sizeof(float));
+    if (bytes > limits.maxTensorBytes)
+        return fail("float32 copy needs " + std::to_string(bytes) + " bytes ('rowCount' " + std::to_string(slice.rowCount)
+                    + " x " + std::to_string(cols) + " columns x 4), more than the limit of "
+                    + std::to_string(limits.maxTensorBytes) + " bytes");
+    return Ok{};
+}
+
+Result<Tensor> decodeTensorSlice(ByteStream& stream, const TensorInfo& info, const SliceRequest& slice,
+                                 const std::string& label, const ReadLimits& limits)
+{
+    if (auto s = checkSliceRequest(info, slice, label, limits); !s)
+        return s.error();
+    const auto expected = checkedPayloadBytes(info.shape, info.dtype, info.name, label);
+    if (!expected)
+        return expected.error();
+    if (*expected != info.dataBytes)
+        return tensorError(label, info.name, "header gives " + std::to_string(info.dataBytes) + " payload bytes but shape x "
+                                                 + std::string(dtypeName(info.dtype)) + " needs "
+                                                 + std::to_string(*expected));
+    if (info.dataOffset > std::numeric_limits<std::uint64_t>::max() - info.dataBytes)
+        return tensorError(label, info.name, "payload offset " + std::to_string(info.dataOffset) + " overflows");
+    const auto cols = static_cast<std::uint64_t>(info.shape.back());
+    const auto count = static_cast<std::size_t>(static_cast<std::uint64_t>(slice.rowCount) * cols);
+    Tensor tensor;
+    tensor.name = info.name;
+    tensor.storedType = info.dtype;
+    tensor.shape = {slice.rowCount, info.shape.back()};
+    try {
+        tensor.data.resize(count);
+    } catch (const std::bad_alloc&) {
+        return tensorError(label, info.name, "cannot allocate " + std::to_string(count * sizeof(float)) + " bytes");
+    }
+    if (count == 0)
+        return tensor; // zero columns: nothing is stored
+    const BlockLayout layout = blockLayout(info, slice);
+    ChunkCursor cursor(stream, info.dataOffset + (layout.last + 1) * dtypeSize(info.dtype));
+    if (auto s = readBlock(cursor, info, slice, layout, tensor.data.data()); !s)
+        return s.error();
+    return tensor;
+}
+
+Result<Tensor> decodeTensorSlice(std::span<const std::uint8_t> bytes, const TensorInfo& info, const SliceRequest& slice,
+                                 const std::string& label, const ReadLimits& limits)
+{
+    if (bytes.size() != info.fileBytes)
+        return tensorError(label, info.name, "given " + std::to_string(bytes.size()) + " bytes, the header was read from "
+                                                 + std::to_string(info.fileBytes));
+    MemoryStream stream(bytes, label, "tensor " + quoteName(info.name));
+    return decodeTensorSlice(stream, info, slice, label, limits);
+}
+
+Result<Tensor> readTensorSlice(const std::string& path, const TensorInfo& info, const SliceRequest& slice,
+                               const ReadLimits& limits)
+{
+    const auto format = formatOf(path);
+    if (!format)
+        return format.error();
+    // The request is checked before the file is opened: a bad index is the caller's, not the file's.
+    if (auto s = checkSliceRequest(info, slice, path, limits); !s)
+        return s.error();
+    if (*format == Format::Npz)
+        return readNpzFileMemberSlice(path, info, slice, limits);
+    InputFile file;
+    if (auto s = file.open(path); !s)
+        return s.error();
+    if (file.size() != info.fileBytes)
+        return tensorError(path, info.name, "the file is " + std::to_string(file.size()) + " bytes, "
+                                                + std::to_string(info.fileBytes)
+                                                + " when it was inspected; it has changed (inspect it again)");
+    if (*format == Format::Npy) {
+        // At most 64 KiB: cheap enough to confirm the header still says what `info` says.
+        const auto now = readHeader(file, *format, path);
+        if (!now)
+            return now.error();
+        if (!samePayloadLayout(now->tensors.front(), info))
+            return tensorError(path, info.name, "the header has changed since the file was inspected (inspect it again)");
+    }
+    if (info.dataOffset > file.size() || info.dataBytes > file.size() - info.dataOffset)
+        return tensorError(path, info.name, "payload [" + std::to_string(info.dataOffset) + ", +"
+                                                + std::to_string(info.dataBytes) + ") runs past the end of the "
+                                                + std::to_string(file.size()) + "-byte file");
+    FileStream stream(file, "tensor " + quoteName(info.name));
+    return decodeTensorSlice(stream, info, slice, path, limits);
 }
 
 Result<Tensor> readTensor(const std::string& path, const std::string& name, const ReadLimits& limits)

@@ -30,6 +30,7 @@ struct TensorInfo {
     bool bigEndian = false;           ///< npy only: the payload is big-endian
     std::uint64_t dataOffset = 0;     ///< byte offset of the payload within the file (npy/safetensors) or member (npz)
     std::uint64_t dataBytes = 0;      ///< payload size in bytes
+    std::uint64_t fileBytes = 0;      ///< size of the file (the whole archive, for npz) the header was read from
 
     /// Product of the shape (1 for a scalar), saturating at INT64_MAX; exact for every info a parser returned.
     std::int64_t elementCount() const;
@@ -66,6 +67,59 @@ Result<TensorFileInfo> inspectTensorFile(const std::string& path);
 /// rounding, so magnitudes beyond FLT_MAX become ±inf), validated as inspectTensorFile does.
 /// Errors name the path, the tensor and what is wrong.
 Result<Tensor> readTensor(const std::string& path, const std::string& name, const ReadLimits& limits = {});
+
+/// Which rows of which [rows x cols] matrix of a tensor of rank >= 2 laid out [..., rows, cols]:
+/// `leading` holds the index of every dimension before the last two (outermost first).
+struct SliceRequest {
+    std::vector<std::int64_t> leading;
+    std::int64_t rowStart = 0;
+    std::int64_t rowCount = 0;
+};
+
+/// Reads just that block as C-order float32 (rowCount x cols), converting like readTensor (byte swap,
+/// Fortran order, f16/bf16 widening, f64 narrowing). Memory stays O(slice + a fixed chunk): C-order
+/// payloads seek to the block (stored .npz members and .safetensors too); deflated .npz members are
+/// decompressed as a stream and skipped up to the block; Fortran-order payloads are streamed in chunks
+/// picking the block's elements. Refuses (naming the field) a request outside the shape, a block whose
+/// float32 copy exceeds limits.maxTensorBytes, and a file that changed size since `info` was read.
+/// `info` is one of inspectTensorFile(path)->tensors; the result is named info.name, of shape
+/// {rowCount, cols}. A .npy header or .npz member header is read again (at most 64 KiB) and must still
+/// match `info`; a .safetensors header (up to 100 MB) is not. The zip CRC of a member is not checked:
+/// it covers the whole member, which a slice read does not decompress.
+Result<Tensor> readTensorSlice(const std::string& path, const TensorInfo& info, const SliceRequest& slice,
+                               const ReadLimits& limits = {});
+
+/// Refuses a `slice` of `info` that readTensorSlice cannot serve, naming the request field at fault
+/// ('leading', 'leading[k]', 'rowStart', 'rowCount'): a tensor of rank < 2, an index outside its
+/// dimension, rowCount < 1, rows past the end, or a float32 block larger than `limits`.
+Status checkSliceRequest(const TensorInfo& info, const SliceRequest& slice, const std::string& label,
+                         const ReadLimits& limits = {});
+
+/// A forward-only stream of the bytes that hold a payload (a file, an .npz member), from their
+/// first byte: what the slice reader pulls from, so that each format supplies only read and skip.
+class ByteStream {
+public:
+    virtual ~ByteStream() = default;
+    /// Reads exactly out.size() bytes at the current position and moves past them.
+    virtual Status read(std::span<std::uint8_t> out) = 0;
+    /// Moves `n` bytes forward without returning them: a seek where the source allows one.
+    virtual Status skip(std::uint64_t n) = 0;
+};
+
+/// The block `slice` of the payload `info` describes, read from `stream`, which starts at offset 0
+/// of what info.dataOffset is measured in (the file; the member, for npz). Checks the request
+/// (checkSliceRequest) and that the shape times the item size equals info.dataBytes before reading.
+Result<Tensor> decodeTensorSlice(ByteStream& stream, const TensorInfo& info, const SliceRequest& slice,
+                                 const std::string& label, const ReadLimits& limits = {});
+
+/// Same, for a whole .npy or .safetensors file held in memory (the fuzz targets use it); `bytes`
+/// must be info.fileBytes long.
+Result<Tensor> decodeTensorSlice(std::span<const std::uint8_t> bytes, const TensorInfo& info, const SliceRequest& slice,
+                                 const std::string& label, const ReadLimits& limits = {});
+
+/// True when `a` and `b` describe the same payload: dtype, shape, Fortran and byte order, offset and
+/// size (name and fileBytes aside). The slice readers compare a header read again with the caller's.
+bool samePayloadLayout(const TensorInfo& a, const TensorInfo& b);
 
 /// Converts a payload of exactly `info.dataBytes` bytes to a C-order float32 tensor. Checks that the
 /// shape times the item size equals the payload size (with overflow checks) and that the float32 copy

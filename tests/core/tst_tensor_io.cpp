@@ -9,11 +9,16 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <zip.h>
+
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <utility>
 
 using namespace kvlens;
 using namespace kvlens::io;
@@ -69,6 +74,142 @@ std::vector<std::uint8_t> npyBytes(const std::string& dict, std::size_t floats)
 bool contains(const std::string& text, const QString& part)
 {
     return text.find(part.toStdString()) != std::string::npos;
+}
+
+void writeBytes(const std::string& path, const std::vector<std::uint8_t>& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// A version 2.0 .npy file (4-byte header length, so any dict fits) holding `payload` as it is.
+std::vector<std::uint8_t> npyFile(const std::string& dict, const std::vector<std::uint8_t>& payload)
+{
+    const std::string header = dict + "\n";
+    std::vector<std::uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0};
+    for (int i = 0; i < 4; ++i)
+        out.push_back(static_cast<std::uint8_t>(header.size() >> (8 * i)));
+    out.insert(out.end(), header.begin(), header.end());
+    out.insert(out.end(), payload.begin(), payload.end());
+    return out;
+}
+
+/// A float32 payload of `shape` whose element with C-order index i holds i (exact below 2^24),
+/// stored in C or Fortran order: every slice's expected values follow from the indices alone.
+std::vector<std::uint8_t> indexPayload(const std::vector<std::int64_t>& shape, bool fortran)
+{
+    std::int64_t count = 1;
+    for (const std::int64_t d : shape)
+        count *= d;
+    std::vector<float> stored(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) {
+        std::int64_t rest = i, offset = 0, stride = 1;
+        if (fortran) {
+            std::vector<std::int64_t> index(shape.size());
+            for (std::size_t k = shape.size(); k-- > 0;) {
+                index[k] = rest % shape[k];
+                rest /= shape[k];
+            }
+            for (std::size_t k = 0; k < shape.size(); ++k) {
+                offset += index[k] * stride;
+                stride *= shape[k];
+            }
+        } else {
+            offset = i;
+        }
+        stored[static_cast<std::size_t>(offset)] = static_cast<float>(i);
+    }
+    std::vector<std::uint8_t> bytes(stored.size() * 4);
+    std::memcpy(bytes.data(), stored.data(), bytes.size());
+    return bytes;
+}
+
+std::string shapeTuple(const std::vector<std::int64_t>& shape)
+{
+    std::string out = "(";
+    for (const std::int64_t d : shape)
+        out += std::to_string(d) + ", ";
+    return out + ")";
+}
+
+/// Writes a zip archive of `members` (name, bytes), each stored or deflated, with libzip.
+bool writeZip(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& members,
+              bool deflate)
+{
+    int error = 0;
+    zip_t* archive = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
+    if (!archive)
+        return false;
+    for (const auto& [name, bytes] : members) {
+        zip_source_t* source = zip_source_buffer(archive, bytes.data(), bytes.size(), 0);
+        const zip_int64_t index = source ? zip_file_add(archive, name.c_str(), source, ZIP_FL_OVERWRITE) : -1;
+        if (index < 0
+            || zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE,
+                                        0)
+                   != 0) {
+            if (index < 0)
+                zip_source_free(source);
+            zip_discard(archive);
+            return false;
+        }
+    }
+    return zip_close(archive) == 0; // the buffers must live until here, where libzip compresses them
+}
+
+/// The block of a slice taken by hand from a full C-order read.
+std::vector<float> blockOf(const Tensor& full, const SliceRequest& slice)
+{
+    const std::size_t rank = full.shape.size();
+    const std::int64_t rows = full.shape[rank - 2], cols = full.shape[rank - 1];
+    std::int64_t matrix = 0;
+    for (std::size_t k = 0; k + 2 < rank; ++k)
+        matrix = matrix * full.shape[k] + slice.leading[k];
+    std::vector<float> out;
+    for (std::int64_t r = 0; r < slice.rowCount; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+            out.push_back(full.data[static_cast<std::size_t>((matrix * rows + slice.rowStart + r) * cols + c)]);
+    return out;
+}
+
+/// Every leading index of `shape` (the dimensions before the last two), in C order.
+std::vector<std::vector<std::int64_t>> allLeading(const std::vector<std::int64_t>& shape)
+{
+    std::vector<std::vector<std::int64_t>> out{{}};
+    for (std::size_t k = 0; k + 2 < shape.size(); ++k) {
+        std::vector<std::vector<std::int64_t>> next;
+        for (const auto& prefix : out)
+            for (std::int64_t i = 0; i < shape[k]; ++i) {
+                next.push_back(prefix);
+                next.back().push_back(i);
+            }
+        out = std::move(next);
+    }
+    return out;
+}
+
+/// Row ranges (start, count) to try: all of them for a few rows, else the edges and a middle.
+std::vector<std::pair<std::int64_t, std::int64_t>> rowRanges(std::int64_t rows)
+{
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    if (rows <= 6) {
+        for (std::int64_t start = 0; start < rows; ++start)
+            for (std::int64_t count = 1; start + count <= rows; ++count)
+                out.emplace_back(start, count);
+        return out;
+    }
+    for (const std::int64_t start : {std::int64_t{0}, std::int64_t{1}, rows / 2, rows - 1})
+        for (const std::int64_t count : {std::int64_t{1}, std::int64_t{2}, rows - start})
+            if (start + count <= rows)
+                out.emplace_back(start, count);
+    return out;
+}
+
+const TensorInfo* findInfo(const TensorFileInfo& file, const std::string& name)
+{
+    for (const TensorInfo& t : file.tensors)
+        if (t.name == name || file.format == "npy")
+            return &t;
+    return nullptr;
 }
 
 } // namespace
@@ -233,7 +374,9 @@ private slots:
         QTest::newRow("st shape overflow") << "st_shape_overflow.safetensors" << "a" << "shape product overflows";
         QTest::newRow("st metadata") << "st_metadata_not_string.safetensors" << ""
                                      << "'__metadata__' value of 'epoch' is not a string";
-        QTest::newRow("st not json") << "st_not_json.safetensors" << "" << "header is not valid JSON";
+        QTest::newRow("st not json") << "st_not_json.safetensors" << "" << "header: not valid JSON";
+        QTest::newRow("st deep shape") << "st_deep_shape.safetensors" << "" << "nested deeper than 64 levels";
+        QTest::newRow("st deep offsets") << "st_deep_offsets.safetensors" << "" << "nested deeper than 64 levels";
     }
 
     void badFilesAreRejectedByName()
@@ -315,6 +458,12 @@ private slots:
                                    << "dtype '<f16' is not supported";
         QTest::newRow("bare O") << "{'descr': 'O', 'fortran_order': False, 'shape': (1,)}" << 2
                                 << "dtype 'O' (Python objects)";
+        // The grammar has no nesting, so 30 000 opening brackets are refused at the first one.
+        const QString deep(30000, QLatin1Char('(')), deepList(30000, QLatin1Char('[')), deepDict(30000, QLatin1Char('{'));
+        QTest::newRow("nested tuples") << "{'descr': '<f4', 'fortran_order': False, 'shape': " + deep << 1
+                                       << "expected a dimension in 'shape' at offset 51";
+        QTest::newRow("nested lists") << "{'descr': " + deepList << 1 << "structured dtypes";
+        QTest::newRow("nested dicts") << "{'descr': '<f4', 'fortran_order': " + deepDict << 1 << "expected True or False";
     }
 
     void npyHeaderDict()
@@ -354,11 +503,32 @@ private slots:
                    R"("b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}})"
             << 10 << "";
         QTest::newRow("nested duplicate") << R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})" << 8
-                                          << "duplicate key 'dtype'";
+                                          << "key 'dtype' is given twice";
+        QTest::newRow("duplicate tensor") << "{" + a + "," + a + "}" << 8 << "tensor 'a': duplicate name in the header";
         QTest::newRow("number overflow") << R"({"a":{"dtype":"F32","shape":[1e400],"data_offsets":[0,8]}})" << 8
-                                         << "header is not valid JSON";
+                                         << "header: not valid JSON";
         QTest::newRow("float dimension") << R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})" << 8
-                                         << "'shape' holds 2.0, not a non-negative integer";
+                                         << "'shape' element 0 is not a non-negative integer (it is the number 2.0)";
+        // Values of the wrong type are described, never printed: printing recurses, and may be huge.
+        QTest::newRow("array dimension") << R"({"a":{"dtype":"F32","shape":[2,[[[2]]]],"data_offsets":[0,8]}})" << 8
+                                         << "'shape' element 1 is not a non-negative integer (it is an array of 1 element)";
+        QTest::newRow("object offset") << R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,{"x":[8]}]}})" << 8
+                                       << "'data_offsets' element 1 is not a non-negative integer (it is an object of 1 key)";
+        QTest::newRow("long string dimension")
+            << "{\"a\":{\"dtype\":\"F32\",\"shape\":[\"" + QString(100000, QLatin1Char('x'))
+                   + "\"],\"data_offsets\":[0,8]}}"
+            << 8
+            << "(it is the string 'xxxxxxxx";
+        QTest::newRow("shape a string") << R"({"a":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})" << 8
+                                        << "'shape' is not an array (it is the string '2')";
+        QTest::newRow("dtype a number") << R"({"a":{"dtype":32,"shape":[2],"data_offsets":[0,8]}})" << 8
+                                        << "'dtype' is not a string (it is the number 32)";
+        QTest::newRow("shape 65 deep") << R"({"a":{"dtype":"F32","shape":)" + QString(65, QLatin1Char('['))
+                                              + QString(65, QLatin1Char(']')) + R"(,"data_offsets":[0,8]}})"
+                                       << 8 << "nested deeper than 64 levels";
+        QTest::newRow("metadata value deep but within the cap")
+            << R"({"__metadata__":{"x":)" + QString(62, QLatin1Char('[')) + QString(62, QLatin1Char(']')) + "}}" << 0
+            << "'__metadata__' value of 'x' is not a string (it is an array of 1 element)";
         QTest::newRow("negative offset") << R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})" << 8
                                          << "not a non-negative integer";
         QTest::newRow("reversed offsets") << R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})" << 8
@@ -401,6 +571,7 @@ private slots:
             QCOMPARE(parsed.error().field, std::string("mem.safetensors"));
             QVERIFY2(contains(parsed.error().message, reason), parsed.error().message.c_str());
             QVERIFY2(parsed.error().message.find('\n') == std::string::npos, parsed.error().message.c_str());
+            QVERIFY2(parsed.error().message.size() < 400, parsed.error().message.c_str()); // one line, not a dump
         }
     }
 
@@ -569,6 +740,305 @@ private slots:
         const auto empty = parseNpzArchive({}, "mem.npz");
         QVERIFY(!empty.ok());
         QVERIFY(contains(empty.error().message, QStringLiteral("empty file")));
+    }
+
+    void sliceEqualsTheBlockOfTheFullRead_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("tensor");
+        QTest::newRow("npy v1.0 <f4 C") << "npy_v1_f4_c.npy" << "";
+        QTest::newRow("npy v2.0 <f8 Fortran, rank 3") << "npy_v2_f8_fortran.npy" << "";
+        QTest::newRow("npy v3.0 <f2") << "npy_v3_f2.npy" << "";
+        QTest::newRow("npy >f4") << "npy_bigendian_f4.npy" << "";
+        QTest::newRow("npy >f8 Fortran, rank 2") << "npy_bigendian_f8_fortran.npy" << "";
+        QTest::newRow("npy 182-byte header, rank 24") << "npy_header_182.npy" << "";
+        for (const char* file : {"npz_stored.npz", "npz_deflated.npz", "npz_zip64.npz", "npz_zip64_deflated.npz"}) {
+            QTest::addRow("%s a", file) << file << "a";
+            QTest::addRow("%s b", file) << file << "b";
+        }
+        for (const char* t : {"f16", "bf16", "f32"})
+            QTest::addRow("safetensors %s", t) << "st_f16_bf16_f32_f64.safetensors" << t;
+        for (const char* file : {"kv_example.safetensors", "kv_example.npz"})
+            for (const char* t : {"k", "v", "q"})
+                QTest::addRow("%s %s", file, t) << file << t;
+    }
+
+    void sliceEqualsTheBlockOfTheFullRead()
+    {
+        QFETCH(QString, file);
+        QFETCH(QString, tensor);
+        const std::string path = dataPath(file);
+        const auto inspected = inspectTensorFile(path);
+        QVERIFY2(inspected.ok(), inspected.ok() ? "" : inspected.error().text().c_str());
+        const TensorInfo* info = findInfo(*inspected, tensor.toStdString());
+        QVERIFY(info);
+        const auto full = readTensor(path, tensor.toStdString());
+        QVERIFY2(full.ok(), full.ok() ? "" : full.error().text().c_str());
+        const std::size_t rank = info->shape.size();
+        const std::vector<std::uint8_t> bytes = readBytes(path);
+        int slices = 0;
+        for (const auto& leading : allLeading(info->shape)) {
+            for (const auto& [rowStart, rowCount] : rowRanges(info->shape[rank - 2])) {
+                const SliceRequest slice{leading, rowStart, rowCount};
+                const auto read = readTensorSlice(path, *info, slice);
+                QVERIFY2(read.ok(), read.ok() ? "" : read.error().text().c_str());
+                QCOMPARE(read->name, info->name);
+                QCOMPARE(int(read->storedType), int(info->dtype));
+                QCOMPARE(read->shape, (std::vector<std::int64_t>{rowCount, info->shape.back()}));
+                QCOMPARE(read->data, blockOf(*full, slice));
+                // The in-memory entry points, which the fuzz targets drive, read the same block.
+                const auto fromMemory = file.endsWith(QLatin1String(".npz"))
+                                            ? readNpzMemberSlice(bytes, *info, slice, "mem")
+                                            : decodeTensorSlice(bytes, *info, slice, "mem");
+                QVERIFY2(fromMemory.ok(), fromMemory.ok() ? "" : fromMemory.error().text().c_str());
+                QCOMPARE(fromMemory->data, read->data);
+                ++slices;
+            }
+        }
+        QVERIFY(slices >= 3);
+    }
+
+    void largeSlicesCrossChunkBoundaries_data()
+    {
+        QTest::addColumn<QList<qint64>>("shape");
+        QTest::addColumn<bool>("fortran");
+        QTest::addColumn<QList<qint64>>("leading");
+        QTest::addColumn<qint64>("rowStart");
+        QTest::addColumn<qint64>("rowCount");
+        // 1.6 to 2.5 MB payloads, read through a 1 MiB window: blocks larger than the window,
+        // blocks past the first window, and Fortran blocks scattered over the whole payload.
+        const QList<qint64> matrix{700, 600}, stack{3, 700, 300};
+        QTest::newRow("C, 1.3 MB block") << matrix << false << QList<qint64>{} << qint64(100) << qint64(550);
+        QTest::newRow("C, last row") << matrix << false << QList<qint64>{} << qint64(699) << qint64(1);
+        QTest::newRow("C rank 3, middle matrix") << stack << false << QList<qint64>{1} << qint64(350) << qint64(350);
+        QTest::newRow("Fortran rank 2, column runs") << matrix << true << QList<qint64>{} << qint64(100) << qint64(550);
+        QTest::newRow("Fortran rank 2, last row") << matrix << true << QList<qint64>{} << qint64(699) << qint64(1);
+        QTest::newRow("Fortran rank 3, element by element") << stack << true << QList<qint64>{1} << qint64(5)
+                                                            << qint64(600);
+        QTest::newRow("Fortran rank 3, last matrix, one row") << stack << true << QList<qint64>{2} << qint64(699)
+                                                              << qint64(1);
+    }
+
+    void largeSlicesCrossChunkBoundaries()
+    {
+        QFETCH(QList<qint64>, shape);
+        QFETCH(bool, fortran);
+        QFETCH(QList<qint64>, leading);
+        QFETCH(qint64, rowStart);
+        QFETCH(qint64, rowCount);
+        const std::vector<std::int64_t> dims = toShape(shape);
+        const SliceRequest slice{toShape(leading), rowStart, rowCount};
+        const auto npy = npyFile("{'descr': '<f4', 'fortran_order': " + std::string(fortran ? "True" : "False")
+                                     + ", 'shape': " + shapeTuple(dims) + ", }",
+                                 indexPayload(dims, fortran));
+        QTemporaryDir dir;
+        const std::string npyPath = dir.filePath(QStringLiteral("t.npy")).toStdString();
+        const std::string storedPath = dir.filePath(QStringLiteral("stored.npz")).toStdString();
+        const std::string deflatedPath = dir.filePath(QStringLiteral("deflated.npz")).toStdString();
+        writeBytes(npyPath, npy);
+        QVERIFY(writeZip(storedPath, {{"t.npy", npy}}, false));
+        QVERIFY(writeZip(deflatedPath, {{"t.npy", npy}}, true));
+        // Element (r, c) of the block holds its C-order index in the whole tensor.
+        std::int64_t matrix = 0;
+        for (std::size_t k = 0; k + 2 < dims.size(); ++k)
+            matrix = matrix * dims[k] + slice.leading[k];
+        const std::int64_t rows = dims[dims.size() - 2], cols = dims.back();
+        for (const std::string& path : {npyPath, storedPath, deflatedPath}) {
+            const auto inspected = inspectTensorFile(path);
+            QVERIFY2(inspected.ok(), inspected.ok() ? "" : inspected.error().text().c_str());
+            const TensorInfo& info = inspected->tensors.at(0);
+            QCOMPARE(info.fortranOrder, fortran);
+            const auto read = readTensorSlice(path, info, slice);
+            QVERIFY2(read.ok(), read.ok() ? "" : read.error().text().c_str());
+            QCOMPARE(read->data.size(), static_cast<std::size_t>(rowCount * cols));
+            for (std::int64_t r = 0; r < rowCount; ++r)
+                for (std::int64_t c = 0; c < cols; ++c) {
+                    const auto expected = static_cast<float>((matrix * rows + rowStart + r) * cols + c);
+                    if (read->data[static_cast<std::size_t>(r * cols + c)] != expected)
+                        QFAIL(qPrintable(QStringLiteral("%1: element (%2, %3) is %4, expected %5")
+                                             .arg(QString::fromStdString(path))
+                                             .arg(r)
+                                             .arg(c)
+                                             .arg(read->data[static_cast<std::size_t>(r * cols + c)])
+                                             .arg(expected)));
+                }
+        }
+    }
+
+    void sliceRequestsOutsideTheShapeAreRefused_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QList<qint64>>("leading");
+        QTest::addColumn<qint64>("rowStart");
+        QTest::addColumn<qint64>("rowCount");
+        QTest::addColumn<qint64>("maxBytes");
+        QTest::addColumn<QString>("reason");
+        // k is [2, 64, 32] (heads, tokens, head_dim) in both files.
+        const qint64 noLimit = qint64(1) << 32;
+        for (const char* file : {"kv_example.safetensors", "kv_example.npz"}) {
+            QTest::addRow("%s no leading", file) << file << QList<qint64>{} << qint64(0) << qint64(1) << noLimit
+                                                 << "'leading' has 0 indices, the tensor needs 1";
+            QTest::addRow("%s two leading", file) << file << QList<qint64>{0, 0} << qint64(0) << qint64(1) << noLimit
+                                                  << "'leading' has 2 indices";
+            QTest::addRow("%s head past the end", file) << file << QList<qint64>{2} << qint64(0) << qint64(1) << noLimit
+                                                        << "'leading[0]' = 2 is outside dimension 0 of size 2";
+            QTest::addRow("%s negative head", file) << file << QList<qint64>{-1} << qint64(0) << qint64(1) << noLimit
+                                                    << "'leading[0]' = -1 is outside";
+            QTest::addRow("%s rowCount 0", file) << file << QList<qint64>{0} << qint64(0) << qint64(0) << noLimit
+                                                 << "'rowCount' = 0: at least one row is needed";
+            QTest::addRow("%s negative rowCount", file) << file << QList<qint64>{0} << qint64(0) << qint64(-3) << noLimit
+                                                        << "'rowCount' = -3";
+            QTest::addRow("%s rowStart past the end", file) << file << QList<qint64>{1} << qint64(64) << qint64(1)
+                                                            << noLimit << "'rowStart' = 64 is outside the 64 rows";
+            QTest::addRow("%s negative rowStart", file) << file << QList<qint64>{1} << qint64(-1) << qint64(1) << noLimit
+                                                        << "'rowStart' = -1 is outside";
+            QTest::addRow("%s rows past the end", file) << file << QList<qint64>{1} << qint64(60) << qint64(5) << noLimit
+                                                        << "'rowStart' + 'rowCount' = 60 + 5 runs past the 64 rows";
+            QTest::addRow("%s huge rowCount", file) << file << QList<qint64>{1} << qint64(1)
+                                                    << std::numeric_limits<qint64>::max() << noLimit
+                                                    << "'rowStart' + 'rowCount' = 1 + 9223372036854775807 runs past the 64 rows";
+            QTest::addRow("%s over the limit", file) << file << QList<qint64>{0} << qint64(0) << qint64(2) << qint64(255)
+                                                     << "float32 copy needs 256 bytes ('rowCount' 2 x 32 columns x 4), "
+                                                        "more than the limit of 255 bytes";
+        }
+    }
+
+    void sliceRequestsOutsideTheShapeAreRefused()
+    {
+        QFETCH(QString, file);
+        QFETCH(QList<qint64>, leading);
+        QFETCH(qint64, rowStart);
+        QFETCH(qint64, rowCount);
+        QFETCH(qint64, maxBytes);
+        QFETCH(QString, reason);
+        const std::string path = dataPath(file);
+        const auto inspected = inspectTensorFile(path);
+        QVERIFY(inspected.ok());
+        const TensorInfo* info = findInfo(*inspected, "k");
+        QVERIFY(info);
+        ReadLimits limits;
+        limits.maxTensorBytes = static_cast<std::uint64_t>(maxBytes);
+        const auto read = readTensorSlice(path, *info, SliceRequest{toShape(leading), rowStart, rowCount}, limits);
+        QVERIFY(!read.ok());
+        QCOMPARE(read.error().field, path);
+        QVERIFY2(contains(read.error().message, "tensor 'k': slice " + reason), read.error().message.c_str());
+        QVERIFY2(contains(read.error().message, QStringLiteral("(shape [2, 64, 32])")), read.error().message.c_str());
+    }
+
+    void sliceOfTheLimitExactlyAndOfLowRankTensors()
+    {
+        const std::string path = dataPath(QStringLiteral("kv_example.safetensors"));
+        const auto inspected = inspectTensorFile(path);
+        QVERIFY(inspected.ok());
+        ReadLimits limits;
+        limits.maxTensorBytes = 256; // exactly two rows of 32 float32
+        QVERIFY(readTensorSlice(path, *findInfo(*inspected, "k"), SliceRequest{{1}, 62, 2}, limits).ok());
+
+        const std::pair<const char*, const char*> lowRank[] = {
+            {"st_f16_bf16_f32_f64.safetensors", "f64"}, {"npy_bigendian_f2.npy", ""}, {"npy_scalar_f4.npy", ""}};
+        for (const auto& [file, tensor] : lowRank) {
+            const std::string p = dataPath(QString::fromLatin1(file));
+            const auto info = inspectTensorFile(p);
+            QVERIFY(info.ok());
+            const auto read = readTensorSlice(p, *findInfo(*info, tensor), SliceRequest{{}, 0, 1});
+            QVERIFY(!read.ok());
+            QVERIFY2(contains(read.error().message, QStringLiteral("slice needs a tensor of rank 2 or more")),
+                     read.error().message.c_str());
+        }
+
+        // A matrix of zero columns has rows but no stored element: the block is empty, not an error.
+        const auto bytes = npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 0), }", {});
+        const auto zeroColumns = parseNpyHeader(bytes, "mem.npy");
+        QVERIFY(zeroColumns.ok());
+        const auto empty = decodeTensorSlice(bytes, zeroColumns->tensors.at(0), SliceRequest{{}, 1, 2}, "mem.npy");
+        QVERIFY2(empty.ok(), empty.ok() ? "" : empty.error().text().c_str());
+        QCOMPARE(empty->shape, (std::vector<std::int64_t>{2, 0}));
+        QVERIFY(empty->data.empty());
+    }
+
+    void sliceOfAChangedFileIsRefused()
+    {
+        QTemporaryDir dir;
+        for (const char* file : {"npy_v1_f4_c.npy", "npz_stored.npz", "kv_example.safetensors"}) {
+            const std::string path = dir.filePath(QString::fromLatin1(file)).toStdString();
+            std::vector<std::uint8_t> bytes = readBytes(dataPath(QString::fromLatin1(file)));
+            writeBytes(path, bytes);
+            const auto inspected = inspectTensorFile(path);
+            QVERIFY(inspected.ok());
+            const TensorInfo info = inspected->tensors.at(0);
+            const SliceRequest slice{std::vector<std::int64_t>(info.shape.size() - 2, 0), 0, 1};
+            QVERIFY(readTensorSlice(path, info, slice).ok());
+
+            bytes.push_back(0);
+            writeBytes(path, bytes);
+            const auto grown = readTensorSlice(path, info, slice);
+            QVERIFY(!grown.ok());
+            QCOMPARE(grown.error().field, path);
+            QVERIFY2(contains(grown.error().message, "tensor " + QString::fromStdString(quoteName(info.name)) + ": the "),
+                     grown.error().message.c_str());
+            QVERIFY2(contains(grown.error().message, QString::number(bytes.size()) + " bytes, "
+                                                         + QString::number(bytes.size() - 1)
+                                                         + " when it was inspected; it has changed"),
+                     grown.error().message.c_str());
+        }
+
+        // Same size, another header: (3, 4) rewritten as (4, 3). A .npy header and an .npz member's
+        // header are read again, so the slice is refused rather than taken from the wrong layout.
+        for (const char* file : {"npy_v1_f4_c.npy", "npz_stored.npz"}) {
+            const std::string path = dir.filePath(QString::fromLatin1(file)).toStdString();
+            std::vector<std::uint8_t> bytes = readBytes(dataPath(QString::fromLatin1(file)));
+            writeBytes(path, bytes);
+            const auto inspected = inspectTensorFile(path);
+            QVERIFY(inspected.ok());
+            const std::string from = "(3, 4)", to = "(4, 3)";
+            const auto at = std::search(bytes.begin(), bytes.end(), from.begin(), from.end());
+            QVERIFY(at != bytes.end());
+            std::copy(to.begin(), to.end(), at);
+            writeBytes(path, bytes);
+            const auto read = readTensorSlice(path, inspected->tensors.at(0), SliceRequest{{}, 0, 1});
+            QVERIFY(!read.ok());
+            QVERIFY2(contains(read.error().message, QStringLiteral("header has changed since the file was inspected")),
+                     read.error().message.c_str());
+        }
+    }
+
+    void sliceOfADeflatedGiantNeedsNoWholeTensor()
+    {
+        // 64 MiB of float32 deflated to ~70 KB: under a 1 MiB limit the whole tensor is refused, but
+        // any one-row slice is read, the member being inflated as a stream and skipped up to the row.
+        const std::string path = dataPath(QStringLiteral("npz_deflated_64mib.npz"));
+        ReadLimits limits;
+        limits.maxTensorBytes = 1 << 20;
+        const auto whole = readTensor(path, "z", limits);
+        QVERIFY(!whole.ok());
+        QVERIFY2(contains(whole.error().message, QStringLiteral("tensor 'z': float32 copy needs 67108864 bytes, more "
+                                                                "than the limit of 1048576 bytes")),
+                 whole.error().message.c_str());
+
+        const auto inspected = inspectTensorFile(path);
+        QVERIFY(inspected.ok());
+        const TensorInfo& info = inspected->tensors.at(0);
+        QCOMPARE(info.shape, (std::vector<std::int64_t>{4096, 4096}));
+        const auto lastRow = readTensorSlice(path, info, SliceRequest{{}, 4095, 1}, limits);
+        QVERIFY2(lastRow.ok(), lastRow.ok() ? "" : lastRow.error().text().c_str());
+        QCOMPARE(lastRow->shape, (std::vector<std::int64_t>{1, 4096}));
+        for (std::size_t c = 0; c < 4096; ++c)
+            QCOMPARE(lastRow->data[c], static_cast<float>(static_cast<double>(c) * 0.25 - 3.0));
+        const auto twoRows = readTensorSlice(path, info, SliceRequest{{}, 4094, 2}, limits);
+        QVERIFY(twoRows.ok());
+        QCOMPARE(twoRows->data[4095], 0.0f);
+        QCOMPARE(twoRows->data[4096], -3.0f);
+        for (const std::int64_t row : {0, 1, 2048}) {
+            const auto zeros = readTensorSlice(path, info, SliceRequest{{}, row, 1}, limits);
+            QVERIFY(zeros.ok());
+            QCOMPARE(zeros->data, std::vector<float>(4096, 0.0f));
+        }
+        // 64 rows are exactly the limit; 65 are refused before anything is decompressed.
+        QVERIFY(readTensorSlice(path, info, SliceRequest{{}, 4032, 64}, limits).ok());
+        const auto over = readTensorSlice(path, info, SliceRequest{{}, 4031, 65}, limits);
+        QVERIFY(!over.ok());
+        QVERIFY2(contains(over.error().message, QStringLiteral("more than the limit of 1048576 bytes")),
+                 over.error().message.c_str());
     }
 };
 
