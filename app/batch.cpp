@@ -3,11 +3,14 @@
 #include "app/batch.h"
 
 #include "app/backend_factory.h"
+#include "app/interrupt.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/shard.h"
 #include "core/experiment/spec_json.h"
 #include "core/io/atomic_file.h"
+#include "core/io/fault.h"
 #include "core/io/result_tables.h"
+#include "core/io/staged_dir.h"
 #include "core/stats/comparison.h"
 #include "core/stats/proxies.h"
 #include "core/stats/validation.h"
@@ -28,13 +31,6 @@ namespace kvlens::app {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void onInterrupt(int)
-{
-    g_interrupted.store(true);
-}
-
 /// Progress line on stderr, at most ten updates a second; Ctrl-C cancels.
 class BatchProgress final : public Progress {
 public:
@@ -54,7 +50,7 @@ public:
                       total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, seconds);
         m_err << line << (done == total ? "\n" : "") << std::flush;
     }
-    bool cancelled() const override { return g_interrupted.load(); }
+    bool cancelled() const override { return InterruptScope::interrupted(); }
 
 private:
     std::ostream& m_err;
@@ -66,9 +62,9 @@ private:
 /// A shard's directory: the spec, its trials' CSVs, trials.bin, then manifest.json — written
 /// last, so a directory with a manifest holds a complete shard.
 int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardId shard, const std::string& outDir,
-                    std::ostream& out, std::ostream& err)
+                    const std::string& shownDir, std::ostream& out, std::ostream& err)
 {
-    const std::uint64_t hash = specHash(spec);
+    const std::uint64_t hash = specHash(spec, results.dataHash);
     ShardManifest manifest;
     manifest.programVersion = KVLENS_VERSION;
     manifest.specHash = hash;
@@ -77,6 +73,7 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
     manifest.backend = results.backend;
     manifest.specBackend = results.spec.backend;
     manifest.regimeNote = results.regimeNote;
+    manifest.dataHash = results.dataHash;
     manifest.elapsedMs = results.elapsedMs;
     manifest.trials.reserve(results.trials.size());
     for (const TrialResult& t : results.trials)
@@ -98,48 +95,29 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
     };
     for (const auto& [name, contents] : files) {
         if (auto written = writeFileAtomic(dir + name, contents); !written) {
-            err << "kvlens: " << written.error().text() << "\n";
+            err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
             return 1;
         }
+        if (InterruptScope::interrupted())
+            return InterruptScope::exitStatus();
     }
     out << "KVLens " << spec.name << ": shard " << shard.index << "/" << shard.count << ", " << results.trials.size()
         << " of " << manifest.specTrials << " trials, backend " << results.backend << ", "
         << static_cast<long long>(results.elapsedMs) << " ms\n"
-        << "wrote " << outDir << "/{spec.json, trials.csv, queries.csv, trials.bin, manifest.json}; "
+        << "wrote " << shownDir << "/{spec.json, trials.csv, queries.csv, trials.bin, manifest.json}; "
         << "put the shards together with: kvlens merge DIR_0 ... DIR_" << shard.count - 1 << " --out DIR\n";
     return 0;
 }
 
 } // namespace
 
-int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
+Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options)
 {
-    std::optional<ShardId> shard;
-    if (!options.shard.empty()) {
-        auto parsed = parseShard(options.shard);
-        if (!parsed) {
-            err << "kvlens: " << parsed.error().text() << "\n";
-            return 2;
-        }
-        if (options.validate) {
-            err << "kvlens: --shard does not apply to --validate\n";
-            return 2;
-        }
-        shard = *parsed;
-    }
-    if (options.validate)
-        return runValidation(options, out, err);
-    if (options.outDir.empty()) {
-        err << "kvlens: --batch needs --out DIR\n";
-        return 2;
-    }
     Result<ExperimentSpec> spec = options.specPath == "default" ? normalizeSpec(defaultSpec())
                                                                 : loadSpecFile(options.specPath);
-    if (!spec) {
-        err << "kvlens: " << spec.error().text() << "\n";
-        return 2;
-    }
-
+    if (!spec)
+        return spec;
+    // --backend / --device override the spec, as in the window.
     if (!options.backend.empty())
         spec->backend = options.backend;
     if (!options.device.empty()) {
@@ -147,41 +125,118 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         if (options.backend.empty())
             spec->backend = "opencl";
     }
-    if (auto checked = normalizeSpec(*spec); !checked) {
-        err << "kvlens: " << checked.error().text() << "\n";
-        return 2;
+    auto checked = normalizeSpec(*spec);
+    if (!checked)
+        return Error{(options.specPath == "default" ? std::string() : options.specPath + ": ") + checked.error().field,
+                     checked.error().message};
+    return checked;
+}
+
+std::string refusalText(const BatchOptions& options, const Error& error)
+{
+    // A refusal found while running (NaN in a tensor, no spare calibration rows) reads like one found
+    // in the spec: "SPEC: field: message".
+    if (error.field == "run" || options.specPath == "default")
+        return error.text();
+    return options.specPath + ": " + error.text();
+}
+
+int exitStatusFor(const Error& error)
+{
+    return error.field == "run" ? kExitFailed : kExitRefused;
+}
+
+int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
+{
+    std::optional<ShardId> shard;
+    if (options.shardGiven || !options.shard.empty()) {
+        auto parsed = parseShard(options.shard);
+        if (!parsed) {
+            err << "kvlens: " << parsed.error().text() << "\n";
+            return kExitRefused;
+        }
+        if (options.validate) {
+            err << "kvlens: --shard does not apply to --validate\n";
+            return kExitRefused;
+        }
+        shard = *parsed;
+    }
+    if (options.validate)
+        return runValidation(options, out, err);
+    if (options.outDir.empty()) {
+        err << "kvlens: --batch needs --out DIR\n";
+        return kExitRefused;
+    }
+    Result<ExperimentSpec> spec = loadBatchSpec(options);
+    if (!spec) {
+        err << "kvlens: " << spec.error().text() << "\n";
+        return kExitRefused;
+    }
+    // Before computing: the output directory must be writable and not another run's.
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens: " << staged.error().text() << "\n";
+        return kExitRefused;
     }
     BackendChoice backend = makeBackend(*spec, options.threads);
     if (!backend.warning.empty() && spec->backend == "opencl")
         err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
-    g_interrupted.store(false);
-    auto previous = std::signal(SIGINT, onInterrupt);
+    const InterruptScope interrupts;
     BatchProgress progress(err, options.quiet);
     Result<ResultSet> results =
         runExperiment(*spec, *backend.backend, &progress, shard ? shardFilter(*spec, *shard) : TrialFilter{});
-    std::signal(SIGINT, previous);
     if (!results) {
-        err << "kvlens: " << results.error().text() << "\n";
-        return results.error().field == "memory_limit_mb" ? 2 : 1;
+        err << "kvlens: " << refusalText(options, results.error()) << "\n";
+        return exitStatusFor(results.error());
     }
     if (!backend.warning.empty()) {
         // The exported spec says what really ran (issue: "cpu (fallback: <reason>)").
         results->backend = backend.label;
         results->spec.backend = backend.label;
     }
-    if (results->cancelled) {
-        err << "\nkvlens: interrupted after " << results->trials.size() << " of " << results->totalTrials
-            << " trials; nothing written\n";
-        return 130;
+    if (results->cancelled || InterruptScope::interrupted()) {
+        err << "\nkvlens: " << InterruptScope::what() << " after " << results->trials.size() << " of "
+            << results->totalTrials << " trials; nothing written\n";
+        return InterruptScope::exitStatus();
     }
 
-    if (shard)
-        return writeShardFiles(*results, *spec, *shard, options.outDir, out, err);
-    return writeRunFiles(*results, options.outDir, options.figures, out, err);
+    std::ostringstream report;
+    const int written = shard ? writeShardFiles(*results, *spec, *shard, staged->path(), options.outDir, report, err)
+                              : writeRunFiles(*results, staged->path(), options.figures, report, err, options.outDir);
+    return finishRun(*staged, written, report.str(), out, err);
+}
+
+int finishRun(io::StagedDirectory& staged, int written, const std::string& report, std::ostream& out,
+              std::ostream& err)
+{
+    if (written == 0 && InterruptScope::interrupted())
+        written = InterruptScope::exitStatus();
+    if (written != 0) {
+        staged.abort();
+        if (written == InterruptScope::exitStatus() && InterruptScope::interrupted())
+            err << "\nkvlens: " << InterruptScope::what() << " while writing; nothing written, " << staged.target()
+                << " is as it was\n";
+        else
+            err << "kvlens: nothing written; " << staged.target() << " is as it was\n";
+        return written;
+    }
+    io::faultPoint("commit");
+    if (written == 0 && InterruptScope::interrupted()) {
+        staged.abort();
+        err << "\nkvlens: " << InterruptScope::what() << " while writing; nothing written, " << staged.target()
+            << " is as it was\n";
+        return InterruptScope::exitStatus();
+    }
+    if (auto committed = staged.commit(); !committed) {
+        err << "kvlens: " << committed.error().text() << staged.spaceNote() << "\n";
+        return kExitFailed;
+    }
+    out << report;
+    return 0;
 }
 
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err)
+                  std::ostream& err, const std::string& shownDir)
 {
     if (auto made = makeDirectories(outDir); !made) {
         err << "kvlens: " << made.error().text() << "\n";
@@ -200,10 +255,13 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     };
     for (const auto& [name, contents] : files) {
         if (auto written = writeFileAtomic(dir + name, contents); !written) {
-            err << "kvlens: " << written.error().text() << "\n";
-            return 1;
+            err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
+            return kExitFailed;
         }
+        if (InterruptScope::interrupted())
+            return InterruptScope::exitStatus();
     }
+    io::faultPoint("writing");
     // Every view as PDF, SVG and PNG (single-column width) with its data and the spec.
     const std::string specJson = specToJson(results.spec) + "\n";
     widgets::ViewData data;
@@ -223,10 +281,12 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},
                                                  QByteArray::fromStdString(specJson));
         if (!outcome.ok()) {
-            err << "kvlens: " << outcome.error.toStdString() << "\n";
-            return 1;
+            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";
+            return kExitFailed;
         }
         figureFiles += static_cast<int>(outcome.written.size());
+        if (InterruptScope::interrupted())
+            return InterruptScope::exitStatus();
     }
 
     out << "KVLens " << results.spec.name << ": regime " << results.spec.regime << ", d = " << results.spec.d
@@ -237,9 +297,10 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         out << results.regimeNote << "\n";
     out << summaryText(results) << "\n" << stats::comparisonsText(results, comparisons) << "\n"
         << stats::proxiesText(proxies);
-    out << "wrote " << outDir << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv}";
+    const std::string& shown = shownDir.empty() ? outDir : shownDir;
+    out << "wrote " << shown << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv}";
     if (figures)
-        out << " and " << figureFiles << " files in " << outDir << "/figures";
+        out << " and " << figureFiles << " files in " << shown << "/figures";
     out << "\n";
     return 0;
 }
@@ -252,13 +313,20 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
 {
     if (options.outDir.empty()) {
         err << "kvlens: --batch needs --out DIR\n";
-        return 2;
+        return kExitRefused;
     }
-    Result<ExperimentSpec> spec = options.specPath == "default" ? normalizeSpec(defaultSpec())
-                                                                : loadSpecFile(options.specPath);
+    BatchOptions plain = options;
+    plain.backend.clear();
+    plain.device.clear();
+    Result<ExperimentSpec> spec = loadBatchSpec(plain);
     if (!spec) {
         err << "kvlens: " << spec.error().text() << "\n";
-        return 2;
+        return kExitRefused;
+    }
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens: " << staged.error().text() << "\n";
+        return kExitRefused;
     }
     ExperimentSpec reference = *spec;
     reference.backend = "cpu";
@@ -269,8 +337,7 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
     ExperimentSpec other = reference;
     other.engine = spec->engine == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64;
 
-    g_interrupted.store(false);
-    auto previous = std::signal(SIGINT, onInterrupt);
+    const InterruptScope interrupts;
     auto runOne = [&](const ExperimentSpec& s, const char* what, std::string* fallback) -> Result<ResultSet> {
         BackendChoice backend = makeBackend(s, options.threads);
         if (fallback)
@@ -289,37 +356,39 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
     std::string fallback;
     auto impl = ref ? runOne(implementation, "implementation", &fallback) : Result<ResultSet>(Error{"", ""});
     auto seed = ref ? runOne(other, "other RNG", nullptr) : Result<ResultSet>(Error{"", ""});
-    std::signal(SIGINT, previous);
     for (const auto* r : {&ref, &seed}) {
         if (!*r) {
-            err << "kvlens: " << r->error().text() << "\n";
-            return 1;
+            err << "kvlens: " << refusalText(options, r->error()) << "\n";
+            return exitStatusFor(r->error());
         }
-        if ((*r)->cancelled) {
-            err << "\nkvlens: interrupted; nothing written\n";
-            return 130;
+        if ((*r)->cancelled || InterruptScope::interrupted()) {
+            err << "\nkvlens: " << InterruptScope::what() << "; nothing written\n";
+            return InterruptScope::exitStatus();
         }
     }
     stats::ValidationReport report = stats::validateRuns(*ref, impl ? &impl.value() : nullptr, *seed);
     if (!impl) {
         report.implementationNote = fallback.empty() ? impl.error().text() : fallback;
-        err << "kvlens: no OpenCL implementation to compare: " << report.implementationNote << "\n";
+        err << "kvlens: --validate compared nothing: no OpenCL implementation to compare with the CPU ("
+            << report.implementationNote << "); only the RNG check ran (exit status " << kExitNotCompared << ")\n";
     }
-    if (auto made = makeDirectories(options.outDir); !made) {
-        err << "kvlens: " << made.error().text() << "\n";
-        return 1;
-    }
-    const std::string dir = options.outDir + "/";
+    const std::string dir = staged->path() + "/";
+    int written = 0;
     for (const auto& [name, contents] : {std::pair<std::string, std::string>{"spec.json", specToJson(*spec) + "\n"},
                                          {"validation.csv", stats::validationCsv(*ref, report)}}) {
-        if (auto written = writeFileAtomic(dir + name, contents); !written) {
-            err << "kvlens: " << written.error().text() << "\n";
-            return 1;
+        if (auto file = writeFileAtomic(dir + name, contents); !file) {
+            err << "kvlens: " << file.error().text() << staged->spaceNote() << "\n";
+            written = kExitFailed;
+            break;
         }
     }
-    out << stats::validationText(*ref, report);
-    out << "wrote " << options.outDir << "/{spec.json, validation.csv}\n";
-    return report.implementationDifferences() > 0 ? 3 : 0;
+    const std::string text =
+        stats::validationText(*ref, report) + "wrote " + options.outDir + "/{spec.json, validation.csv}\n";
+    if (const int status = finishRun(*staged, written, text, out, err); status != 0)
+        return status;
+    if (!impl)
+        return kExitNotCompared;
+    return report.implementationDifferences() > 0 ? kExitDifferent : kExitOk;
 }
 
 } // namespace kvlens::app

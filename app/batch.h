@@ -5,11 +5,25 @@
 #include <iosfwd>
 #include <string>
 
+#include "core/common/result.h"
+#include "core/experiment/spec.h"
+
 namespace kvlens {
 struct ResultSet;
+namespace io {
+class StagedDirectory;
 }
+} // namespace kvlens
 
 namespace kvlens::app {
+
+/// Exit statuses of the headless commands (README, "Exit status"): one per class of outcome.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;      ///< a failure while running or writing (I/O error, disk full)
+inline constexpr int kExitRefused = 2;     ///< refused input: arguments, spec, data, output directory
+inline constexpr int kExitDifferent = 3;   ///< --validate found an implementation difference
+inline constexpr int kExitNotCompared = 4; ///< --validate had no OpenCL device to compare
+// 130 / 143: interrupted by SIGINT / SIGTERM (InterruptScope::exitStatus).
 
 struct BatchOptions {
     std::string specPath;   ///< a spec file, or "default" for the built-in default experiment
@@ -21,13 +35,27 @@ struct BatchOptions {
     bool figures = true;    ///< also render every view into DIR/figures
     bool validate = false;  ///< paper B's validation instead of a plain run (see runValidation)
     std::string shard;      ///< "i/n": run only shard i of n (see runBatch); empty: the whole spec
+    bool shardGiven = false; ///< --shard was on the command line (so an empty value is refused)
 };
+
+/// The spec of a batch run: the file (or "default"), with --backend/--device applied, normalized.
+/// Errors carry the spec path before the field.
+Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options);
+
+/// The end of a headless run whose files went into `staged`: `written` is the writer's status.
+/// On success commits the directory and prints `report`; otherwise (or after SIGINT/SIGTERM)
+/// abandons it, leaving the target as it was. Returns the exit status.
+int finishRun(io::StagedDirectory& staged, int written, const std::string& report, std::ostream& out,
+              std::ostream& err);
 
 /// Runs the batch job. Validates first (a bad spec writes nothing), runs with a progress
 /// line on `err`, then writes DIR/spec.json, summary.csv, trials.csv, queries.csv and
 /// comparisons.csv, and every view as DIR/figures/<view>.{pdf,svg,png,csv,spec.json}, each
 /// file atomically; prints the summary and comparison tables on `out`. Returns the process exit code:
-/// 0 success, 2 bad input, 1 a failure while running or writing, 130 interrupted.
+/// 0 success, 2 refused input, 1 a failure while running or writing, 130/143 interrupted.
+/// Everything is written into a staging directory beside DIR (io::StagedDirectory, locked and
+/// checked for writability before computing) and swapped into place at the end: DIR holds all of
+/// this run, or stays as it was.
 /// With a shard "i/n", runs only that shard's trials (parseShard, shardFilter) and writes
 /// DIR/spec.json, trials.csv and queries.csv of those trials, trials.bin (every result,
 /// lossless) and, last, manifest.json, for `kvlens merge` to put the run back together.
@@ -38,8 +66,10 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
 /// every view in DIR/figures, each file atomically; then the headline, summary and comparison
 /// tables on `out`. Needs a QApplication when `figures` is set. Returns 0, or 1 after a
 /// write error (named on `err`).
+/// `shownDir` names the directory in the "wrote ..." line when `outDir` is a staging directory.
+/// Returns 130/143 when SIGINT/SIGTERM arrived while writing (InterruptScope).
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err);
+                  std::ostream& err, const std::string& shownDir = {});
 
 /// `kvlens --batch SPEC --validate --out DIR`: runs the spec on the CPU backend, on the
 /// OpenCL device (same RNG: must agree to float tolerance) and on the CPU with the other RNG

@@ -15,6 +15,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -29,6 +31,10 @@ void filterMessages(QtMsgType type, const QMessageLogContext& context, const QSt
 {
     if (type == QtWarningMsg && message.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR not set")))
         return;
+    // A PNG that cannot be written (a full disk) is reported by the exporter in one line with the
+    // reason; libpng's own two-line complaint would only bury it.
+    if (type == QtWarningMsg && message.startsWith(QLatin1String("libpng ")))
+        return;
     g_defaultHandler(type, context, message);
 }
 
@@ -40,9 +46,29 @@ bool hasArgument(int argc, char** argv, const char* name)
     return false;
 }
 
+int run(int argc, char** argv);
+
 } // namespace
 
+/// Whatever escapes (std::bad_alloc on a machine out of memory, a library's exception) ends the
+/// program with one line and status 1, never std::terminate's abort and core dump.
 int main(int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const std::bad_alloc&) {
+        std::cerr << "kvlens: out of memory (std::bad_alloc); lower memory_limit_mb or the run's sizes\n";
+    } catch (const std::exception& e) {
+        std::cerr << "kvlens: internal error: " << e.what() << "\n";
+    } catch (...) {
+        std::cerr << "kvlens: internal error (unknown exception)\n";
+    }
+    return 1;
+}
+
+namespace {
+
+int run(int argc, char** argv)
 {
     if (argc >= 2 && std::string(argv[1]) == "codebook") {
         std::vector<std::string> args(argv + 2, argv + argc);
@@ -164,6 +190,26 @@ int main(int argc, char** argv)
                        noFiguresOption, specOption, screenshotOption, viewOption,
                        quitAfter, reproduceOption, fullOption, reproduceScaleOption});
     parser.process(app);
+    // Nothing on the command line is ignored: a stray word, an option given twice (which one would
+    // win?) or an option with an empty value is refused with the usage hint.
+    if (!parser.positionalArguments().isEmpty()) {
+        std::cerr << "kvlens: unexpected argument '" << parser.positionalArguments().front().toStdString()
+                  << "' (options start with --; see kvlens --help)\n";
+        return 2;
+    }
+    for (const QCommandLineOption* option : std::initializer_list<const QCommandLineOption*>{&batchOption, &outOption, &threadsOption, &backendOption, &deviceOption, &shardOption, &specOption,
+          &screenshotOption, &viewOption, &quitAfter, &reproduceScaleOption}) {
+        const QStringList values = parser.values(*option);
+        const std::string name = option->names().front().toStdString();
+        if (values.size() > 1) {
+            std::cerr << "kvlens: --" << name << " is given " << values.size() << " times; give it once\n";
+            return 2;
+        }
+        if (values.size() == 1 && values.front().trimmed().isEmpty()) {
+            std::cerr << "kvlens: --" << name << " needs a value (" << option->valueName().toStdString() << ")\n";
+            return 2;
+        }
+    }
 
     int threads = 0;
     if (parser.isSet(threadsOption)) {
@@ -206,6 +252,7 @@ int main(int argc, char** argv)
         options.device = parser.value(deviceOption).toStdString();
         options.validate = parser.isSet(validateOption);
         options.shard = parser.value(shardOption).toStdString();
+        options.shardGiven = parser.isSet(shardOption);
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 
@@ -253,3 +300,5 @@ int main(int argc, char** argv)
     }
     return QApplication::exec();
 }
+
+} // namespace

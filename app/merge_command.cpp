@@ -3,8 +3,11 @@
 #include "app/merge_command.h"
 
 #include "app/batch.h"
+#include "app/interrupt.h"
 #include "core/experiment/shard.h"
 #include "core/experiment/spec_json.h"
+#include "core/io/file_read.h"
+#include "core/io/staged_dir.h"
 
 #include <filesystem>
 #include <fstream>
@@ -21,17 +24,11 @@ constexpr const char* kUsage =
     "  --out DIR     where to write the merged run: the files an unsharded --batch run writes\n"
     "  --no-figures  write the tables only\n";
 
-/// The whole file, or an error naming it.
-Result<std::string> readWholeFile(const std::string& path)
+/// The whole file if it is a regular file below `cap` (a link to /dev/zero is refused, not read
+/// until memory runs out), or an error naming it.
+Result<std::string> readWholeFile(const std::string& path, std::uint64_t cap)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return Error{path, "cannot be opened"};
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad())
-        return Error{path, "read error"};
-    return buffer.str();
+    return io::readRegularFile(path, cap);
 }
 
 bool samePath(const std::string& a, const std::string& b)
@@ -93,10 +90,10 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
             err << "kvlens merge: --out " << options.outDir << " is one of the shard directories; choose another\n";
             return 2;
         }
-        const auto text = readWholeFile(dir + "/manifest.json");
+        const auto text = readWholeFile(dir + "/manifest.json", io::kMaxManifestBytes);
         if (!text) {
             err << "kvlens merge: " << dir << ": no readable manifest.json (not a shard directory, or its shard "
-                << "did not finish)\n";
+                << "did not finish): " << text.error().message << "\n";
             unreadable = true;
             continue;
         }
@@ -111,12 +108,26 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
     if (unreadable)
         return 2;
 
-    const Result<ExperimentSpec> spec = loadSpecFile(parts.front().label + "/spec.json");
+    // The spec as the shards ran it; an imported regime's tensor file need not be here, since
+    // trials.bin holds every result and the manifests the hash of the data that was read.
+    const Result<ExperimentSpec> spec = loadSpecFile(parts.front().label + "/spec.json", InputCheck::SkipInputs);
     if (!spec) {
         err << "kvlens merge: " << spec.error().text() << "\n";
         return 2;
     }
-    const TrialCatalog catalog = catalogTrials(*spec);
+    // Checked before the catalogue is built, which holds every trial of the spec.
+    const MemoryEstimate need = estimateMemory(*spec, 1);
+    if (const double limit = 0.5 * physicalMemoryBytes(); limit > 0.0 && need.resultBytes > limit) {
+        err << "kvlens merge: the spec's " << spec->trialCount() << " trials need about "
+            << static_cast<long long>(need.resultBytes / 1e6) << " MB, above half of this machine's memory\n";
+        return 2;
+    }
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens merge: " << staged.error().text() << "\n";
+        return 2;
+    }
+    const TrialCatalog catalog = catalogTrials(*spec, parts.front().manifest.dataHash);
     if (auto checked = checkShardSet(catalog, parts); !checked) {
         err << "kvlens merge: " << checked.error().message << "\nnothing written\n";
         return 2;
@@ -125,7 +136,7 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
     std::vector<std::vector<TrialResult>> trials;
     trials.reserve(parts.size());
     for (const ShardPart& p : parts) {
-        const auto bytes = readWholeFile(p.label + "/trials.bin");
+        const auto bytes = readWholeFile(p.label + "/trials.bin", io::kMaxTrialsFileBytes);
         if (!bytes) {
             err << "kvlens merge: " << bytes.error().text() << "; nothing written\n";
             return 2;
@@ -147,9 +158,13 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
         err << "kvlens merge: " << merged.error().text() << "; nothing written\n";
         return 2;
     }
-    out << "merged " << parts.size() << " shards (" << merged->trials.size() << " trials) into " << options.outDir
-        << "\n";
-    return writeRunFiles(*merged, options.outDir, options.figures, out, err);
+    merged->dataHash = parts.front().manifest.dataHash;
+    const InterruptScope interrupts;
+    std::ostringstream report;
+    report << "merged " << parts.size() << " shards (" << merged->trials.size() << " trials) into " << options.outDir
+           << "\n";
+    const int written = writeRunFiles(*merged, staged->path(), options.figures, report, err, options.outDir);
+    return finishRun(*staged, written, report.str(), out, err);
 }
 
 } // namespace kvlens::app

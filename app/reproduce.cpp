@@ -4,6 +4,8 @@
 
 #include "app/backend_factory.h"
 #include "app/batch.h"
+#include "app/interrupt.h"
+#include "core/io/staged_dir.h"
 #include "core/experiment/claims.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
@@ -23,7 +25,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -54,12 +55,6 @@ const std::vector<ReproducePreset>& reproducePresets()
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-
-extern "C" void onReproduceInterrupt(int)
-{
-    g_stop.store(true);
-}
 
 /// One progress line per preset on stderr, at most ten updates a second; Ctrl-C cancels.
 class StepProgress final : public Progress {
@@ -82,7 +77,7 @@ public:
                       std::chrono::duration<double>(now - m_start).count());
         m_err << line << (done == total ? "\n" : "") << std::flush;
     }
-    bool cancelled() const override { return g_stop.load(); }
+    bool cancelled() const override { return InterruptScope::interrupted(); }
 
 private:
     std::ostream& m_err;
@@ -291,6 +286,14 @@ figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee} figcaption
 
 } // namespace
 
+namespace {
+int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& runs,
+                const std::vector<claims::Claim>& claimList, const std::string& dir,
+                std::chrono::steady_clock::time_point start, std::ostream& err);
+std::string reportLines(const std::vector<claims::Claim>& claimList, const std::string& dir,
+                        std::chrono::steady_clock::time_point start);
+} // namespace
+
 int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostream& err)
 {
     if (options.outDir.empty()) {
@@ -302,12 +305,13 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
         return 2;
     }
     const auto start = std::chrono::steady_clock::now();
-    g_stop.store(false);
-    auto previous = std::signal(SIGINT, onReproduceInterrupt);
-    struct RestoreSignal {
-        void (*handler)(int);
-        ~RestoreSignal() { std::signal(SIGINT, handler); }
-    } restore{previous};
+    // Locked and checked for writability before an hour of computing; written whole at the end.
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
 
     // 1. Every preset, as shipped or resized; nothing is written before all of them ran.
     std::vector<PresetRun> runs;
@@ -336,9 +340,9 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
             err << "kvlens: " << preset.file << ": " << results.error().text() << "\n";
             return 1;
         }
-        if (results->cancelled || g_stop.load()) {
-            err << "\nkvlens: interrupted during " << preset.file << "; nothing written\n";
-            return 130;
+        if (results->cancelled || InterruptScope::interrupted()) {
+            err << "\nkvlens: " << InterruptScope::what() << " during " << preset.file << "; nothing written\n";
+            return InterruptScope::exitStatus();
         }
         results->backend = backend.label;
         runs.push_back({preset, std::move(*results), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
@@ -374,13 +378,22 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
         input.heavyTailMarginal = &*heavyMarginal;
     }
     const std::vector<claims::Claim> claimList = claims::evaluateClaims(input);
-    if (g_stop.load()) {
-        err << "kvlens: interrupted; nothing written\n";
-        return 130;
+    if (InterruptScope::interrupted()) {
+        err << "kvlens: " << InterruptScope::what() << "; nothing written\n";
+        return InterruptScope::exitStatus();
     }
 
     // 3. Files: each preset's run as --batch writes it, then the claim figures, tables and the page.
-    const std::string dir = options.outDir;
+    const int written = writeReport(options, runs, claimList, staged->path(), start, err);
+    return finishRun(*staged, written, reportLines(claimList, options.outDir, start), out, err);
+}
+
+namespace {
+
+int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& runs,
+                const std::vector<claims::Claim>& claimList, const std::string& dir,
+                std::chrono::steady_clock::time_point start, std::ostream& err)
+{
     if (auto made = makeDirectories(dir + "/figures"); !made) {
         err << "kvlens: " << made.error().text() << "\n";
         return 1;
@@ -390,16 +403,14 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
             err << "kvlens: writing [" << i + 1 << "/" << runs.size() << "] presets/" << stem(runs[i].preset.file) << "\n";
         std::ostringstream tables;
         const std::string presetDir = dir + "/presets/" + stem(runs[i].preset.file);
-        if (writeRunFiles(runs[i].results, presetDir, options.figures, tables, err) != 0)
-            return 1;
+        if (const int status = writeRunFiles(runs[i].results, presetDir, options.figures, tables, err); status != 0)
+            return status;
         if (auto written = writeFileAtomic(presetDir + "/tables.txt", tables.str()); !written) {
             err << "kvlens: " << written.error().text() << "\n";
             return 1;
         }
-        if (g_stop.load()) {
-            err << "kvlens: interrupted while writing; the report was not written\n";
-            return 130;
-        }
+        if (InterruptScope::interrupted())
+            return InterruptScope::exitStatus();
     }
 
     QWidget host;
@@ -532,11 +543,17 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
                                          {"checks.csv", checksCsv.text()},
                                          {"report.html", page}}) {
         if (auto written = writeFileAtomic(dir + "/" + name, contents); !written) {
-            err << "kvlens: " << written.error().text() << "\n";
+            err << "kvlens: " << written.error().text() << io::spaceNote(dir) << "\n";
             return 1;
         }
     }
+    return 0;
+}
 
+std::string reportLines(const std::vector<claims::Claim>& claimList, const std::string& dir,
+                        std::chrono::steady_clock::time_point start)
+{
+    std::ostringstream out;
     for (const claims::Claim& c : claimList) {
         const auto holding = std::count_if(c.checks.begin(), c.checks.end(), [](const auto& k) { return k.holds; });
         char line[512];
@@ -548,7 +565,9 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
     out << "wrote " << dir << "/report.html, claims.csv, checks.csv, figures/ and presets/ in "
         << claims::formatSig(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3)
         << " s\n";
-    return 0;
+    return out.str();
 }
+
+} // namespace
 
 } // namespace kvlens::app

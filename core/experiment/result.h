@@ -91,6 +91,9 @@ struct ResultSet {
     double elapsedMs = 0.0;
     std::string backend;                  ///< what actually ran ("cpu", "opencl: <device>", "cpu (fallback: ...)")
     std::string regimeNote;               ///< the regime's note for the first seed
+    /// FNV-1a of the bytes of every dataset a seed-independent (imported) regime gave the run, in
+    /// point order; 0 for drawn data. Part of a shard's identity (specHash).
+    std::uint64_t dataHash = 0;
 
     /// The spec of grid point `point` (spec.pointSpec).
     ExperimentSpec pointSpec(int point) const { return spec.pointSpec(point); }

@@ -3,7 +3,9 @@
 #include "core/experiment/runner.h"
 
 #include "core/common/memory.h"
+#include "core/experiment/shard.h"
 #include "core/experiment/trial.h"
+#include "core/io/fault.h"
 #include "core/quant/wht.h"
 
 #include <unistd.h>
@@ -51,6 +53,10 @@ MemoryEstimate estimatePoint(const ExperimentSpec& spec, int concurrency)
     const double perTrialResult = f * 9.0 * q + 2.0 * f * 3.0 * std::min<double>(spec.metrics.sampleCap, std::max(n, q))
                                   + 512.0;
     e.resultBytes = perTrialResult * static_cast<double>(spec.trialCount());
+    // Imported tensors: the slices read for the run, held for its whole length.
+    if (const Regime* regime = findRegime(spec.regime))
+        e.resultBytes += regime->inputBytes(spec.regimeParams, DataShape{spec.d, spec.tokens, spec.queries,
+                                                                         spec.calibrationRows()});
     return e;
 }
 
@@ -100,6 +106,24 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                + seedIndex;
     };
 
+    const double limit = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb * 1e6 : 0.5 * physicalMemoryBytes();
+    auto overLimit = [&](const MemoryEstimate& e, int inFlight) {
+        return Error{"memory_limit_mb", "this run needs about " + megabytes(e.totalBytes()) + " ("
+                                            + std::to_string(inFlight) + " trial groups in flight of "
+                                            + megabytes(e.perGroupBytes) + " each, plus " + megabytes(e.resultBytes)
+                                            + " of results and inputs), above the limit of " + megabytes(limit)
+                                            + "; reduce d, tokens, queries or seeds"};
+    };
+    if (filter) {
+        // From counts alone, before the chosen trials are listed: a shard of a 1e10-trial spec is
+        // refused here instead of failing to allocate its list (16 bytes a chosen trial).
+        MemoryEstimate bound = estimateMemory(spec, std::max(1, backend.concurrency()));
+        const double share = std::clamp(filter.fraction, 0.0, 1.0);
+        bound.resultBytes = bound.resultBytes * share + 16.0 * share * static_cast<double>(spec.trialCount());
+        if (limit > 0.0 && bound.totalBytes() > limit)
+            return overLimit(bound, bound.concurrency);
+    }
+
     // With a filter: the chosen slots (ascending walk index), and the groups that need a draw.
     // Memory stays proportional to the chosen trials, not to the whole grid.
     const bool all = !filter;
@@ -133,13 +157,35 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                                     / static_cast<double>(std::max<long long>(1, ps.trialCount()));
         }
     }
-    const double limit = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb * 1e6 : 0.5 * physicalMemoryBytes();
     if (limit > 0.0 && estimate.totalBytes() > limit)
-        return Error{"memory_limit_mb", "this run needs about " + megabytes(estimate.totalBytes()) + " ("
-                                            + std::to_string(threads) + " trial groups in flight of "
-                                            + megabytes(estimate.perGroupBytes) + " each, plus "
-                                            + megabytes(estimate.resultBytes) + " of results), above the limit of "
-                                            + megabytes(limit) + "; reduce d, tokens, queries or seeds"};
+        return overLimit(estimate, threads);
+
+    // Seed-independent (imported) data: read once per grid point, now, for the whole run. Every
+    // point is read and hashed (so every shard computes the same hash); only needed ones are kept.
+    std::vector<std::shared_ptr<const Dataset>> fixedData(static_cast<std::size_t>(points));
+    std::uint64_t dataHash = 0;
+    if (const Regime* regime = findRegime(spec.regime); regime && regime->seedIndependent()) {
+        dataHash = kFnvOffsetBasis;
+        for (int p = 0; p < points; ++p) {
+            const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
+            auto data = regime->generate(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries, ps.calibrationRows()},
+                                         ps.engine, ps.seed(0));
+            if (!data)
+                return data.error();
+            for (const RowMatrixXf* m : {&data->keys, &data->values, &data->queries, &data->calibrationKeys,
+                                         &data->calibrationValues, &data->calibrationQueries}) {
+                const std::uint64_t shape[2] = {static_cast<std::uint64_t>(m->rows()),
+                                                static_cast<std::uint64_t>(m->cols())};
+                dataHash = fnv1a64(std::string_view(reinterpret_cast<const char*>(shape), sizeof shape), dataHash);
+                dataHash = fnv1a64(std::string_view(reinterpret_cast<const char*>(m->data()),
+                                                    static_cast<std::size_t>(m->size()) * sizeof(float)),
+                                   dataHash);
+            }
+            if (all || chosenPerPoint[static_cast<std::size_t>(p)] > 0)
+                fixedData[static_cast<std::size_t>(p)] = std::make_shared<const Dataset>(std::move(data).value());
+        }
+        io::faultPoint("inputs-read"); // tests replace the file here: the run must not see it
+    }
 
     const long long total = all ? spec.trialCount() : static_cast<long long>(chosen.size());
     // Where a trial lands in `slots`: its walk index, or its rank among the chosen ones (-1: not chosen).
@@ -182,7 +228,8 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                 const int point = static_cast<int>(g / seeds);
                 const int seedIndex = static_cast<int>(g % seeds);
                 const ExperimentSpec& pointSpec = pointSpecs[static_cast<std::size_t>(point)];
-                auto group = prepareTrialGroup(pointSpec, point, seedIndex, backend);
+                auto group = prepareTrialGroup(pointSpec, point, seedIndex, backend,
+                                               fixedData[static_cast<std::size_t>(point)].get());
                 if (!group) {
                     const std::lock_guard lock(mutex);
                     if (!failure)
@@ -239,6 +286,7 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     result.totalTrials = total;
     result.backend = backend.name();
     result.regimeNote = regimeNote;
+    result.dataHash = dataHash;
     result.cancelled = done < total;
     result.trials.reserve(static_cast<std::size_t>(done));
     for (std::size_t i = 0; i < slots.size(); ++i)

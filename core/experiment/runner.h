@@ -55,8 +55,21 @@ struct TrialSlot {
     int seedIndex = 0;
 };
 
-/// Chooses the trials a run computes (a shard of a sweep); empty: every trial.
-using TrialFilter = std::function<bool(const TrialSlot&)>;
+/// Chooses the trials a run computes (a shard of a sweep); empty: every trial. `fraction` is an
+/// upper bound on the share of the spec's trials it accepts, so the runner can check the memory
+/// a run needs from counts before it lists the chosen trials.
+struct TrialFilter {
+    TrialFilter() = default;
+    template <class F>
+    TrialFilter(F f, double acceptedFraction = 1.0) : accept(std::move(f)), fraction(acceptedFraction)
+    {
+    }
+    std::function<bool(const TrialSlot&)> accept;
+    double fraction = 1.0;
+
+    explicit operator bool() const { return static_cast<bool>(accept); }
+    bool operator()(const TrialSlot& slot) const { return accept(slot); }
+};
 
 /// Runs every trial of a normalized spec on `backend` (design section 7). Deterministic: the
 /// same spec gives the same results whatever the thread count, and a trial's result does not
@@ -66,6 +79,9 @@ using TrialFilter = std::function<bool(const TrialSlot&)>;
 /// where a chosen trial needs it); the ResultSet then holds those trials in walk order,
 /// totalTrials counts the chosen trials, and regimeNote is set only when the first draw
 /// (point 0, seed slot 0) was made.
+/// A seed-independent regime (imported) is read once per grid point before any trial runs, so a
+/// file replaced during the run cannot reach part of it; ResultSet::dataHash then hashes what was
+/// read, the same for every shard of the spec.
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr,
                                 const TrialFilter& filter = {});
 

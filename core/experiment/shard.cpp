@@ -3,6 +3,7 @@
 #include "core/experiment/shard.h"
 
 #include "core/experiment/spec_json.h"
+#include "core/io/json_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -150,14 +151,20 @@ private:
 
 } // namespace
 
-std::uint64_t specHash(const ExperimentSpec& spec)
+std::uint64_t specHash(const ExperimentSpec& spec, std::uint64_t dataHash)
 {
     ExperimentSpec neutral = spec;
     neutral.name.clear();
     neutral.backend = "cpu";
     neutral.device.clear();
     neutral.memoryLimitMb = 0.0;
-    return fnv1a64(specToJson(neutral, -1));
+    const std::uint64_t hash = fnv1a64(specToJson(neutral, -1));
+    if (dataHash == 0)
+        return hash;
+    // Imported data: the same path with other contents is another experiment.
+    ByteWriter w;
+    w.u64(dataHash);
+    return fnv1a64(w.bytes(), hash);
 }
 
 std::uint64_t trialId(std::uint64_t specHashValue, int point, std::string_view scheme, int budget, std::uint64_t seed)
@@ -283,11 +290,11 @@ std::string TrialCatalog::describe(long long walkIndex) const
     return text;
 }
 
-TrialCatalog catalogTrials(const ExperimentSpec& spec)
+TrialCatalog catalogTrials(const ExperimentSpec& spec, std::uint64_t dataHash)
 {
     TrialCatalog catalog;
     catalog.spec = spec;
-    catalog.specHash = specHash(spec);
+    catalog.specHash = specHash(spec, dataHash);
     const GridShape shape(spec);
     const long long total = shape.total();
     catalog.trialSlots.reserve(static_cast<std::size_t>(total));
@@ -316,10 +323,13 @@ TrialFilter shardFilter(const ExperimentSpec& spec, ShardId shard)
     const GridShape shape(spec);
     const long long first = blockStart(shape.total(), shard.index, shard.count);
     const long long end = blockStart(shape.total(), shard.index + 1, shard.count);
-    return [shape, first, end](const TrialSlot& slot) {
-        const long long at = shape.drawIndex(slot);
-        return at >= first && at < end;
-    };
+    const double share = shape.total() > 0 ? static_cast<double>(end - first) / static_cast<double>(shape.total()) : 0.0;
+    return TrialFilter(
+        [shape, first, end](const TrialSlot& slot) {
+            const long long at = shape.drawIndex(slot);
+            return at >= first && at < end;
+        },
+        share);
 }
 
 std::vector<long long> shardWalkIndices(const ExperimentSpec& spec, ShardId shard)
@@ -350,19 +360,22 @@ std::string manifestToJson(const ShardManifest& manifest)
         {"backend", manifest.backend},
         {"spec_backend", manifest.specBackend},
         {"regime_note", manifest.regimeNote},
+        {"data_hash", hex64(manifest.dataHash)},
         {"elapsed_ms", manifest.elapsedMs},
         {"trials_file", "trials.bin"},
         {"trial_count", static_cast<long long>(manifest.trials.size())},
         {"trials", ids},
     };
-    return j.dump(2) + "\n";
+    return io::dumpJson(j, 2) + "\n";
 }
 
 Result<ShardManifest> manifestFromJson(std::string_view text)
 {
-    const json j = json::parse(text.begin(), text.end(), nullptr, false);
-    if (j.is_discarded())
-        return Error{"manifest.json", "is not valid JSON"};
+    // Nesting capped and duplicate keys refused (a manifest is read from another machine's disk).
+    auto parsed = io::parseJsonText(text);
+    if (!parsed)
+        return Error{"manifest.json", parsed.error().message};
+    const json& j = *parsed;
     if (!j.is_object())
         return Error{"manifest.json", "must be a JSON object"};
     auto field = [](const json& object, const char* key, json::value_t type, const char* what) -> Result<json> {
@@ -386,7 +399,7 @@ Result<ShardManifest> manifestFromJson(std::string_view text)
     if (!version)
         return version.error();
     if (version->get<long long>() != kShardFormatVersion)
-        return Error{"format_version", "is " + version->dump() + "; this program reads version "
+        return Error{"format_version", "is " + io::describeJson(*version) + "; this program reads version "
                                            + std::to_string(kShardFormatVersion)};
 
     ShardManifest m;
@@ -425,6 +438,13 @@ Result<ShardManifest> manifestFromJson(std::string_view text)
     m.backend = backend->get<std::string>();
     m.specBackend = specBackend->get<std::string>();
     m.regimeNote = note->get<std::string>();
+    // Written since imported data is hashed; older manifests (drawn data only) lack it.
+    if (const auto it = j.find("data_hash"); it != j.end()) {
+        const auto dataHash = it->is_string() ? parseHex64(it->get<std::string>()) : std::nullopt;
+        if (!dataHash)
+            return Error{"data_hash", "must be 16 lowercase hex digits"};
+        m.dataHash = *dataHash;
+    }
     m.elapsedMs = elapsed->get<double>();
     m.trials.reserve(trials->size());
     for (std::size_t k = 0; k < trials->size(); ++k) {
@@ -435,7 +455,7 @@ Result<ShardManifest> manifestFromJson(std::string_view text)
         m.trials.push_back(*parsed);
     }
     if (count->get<long long>() != static_cast<long long>(m.trials.size()))
-        return Error{"trial_count", "is " + count->dump() + " but the manifest lists "
+        return Error{"trial_count", "is " + io::describeJson(*count) + " but the manifest lists "
                                         + std::to_string(m.trials.size()) + " trials"};
     return m;
 }
@@ -599,6 +619,10 @@ Status checkShardSet(const TrialCatalog& catalog, const std::vector<ShardPart>& 
     bool consistent = true; // same spec and shard count: index and trial checks make sense
     for (const ShardPart& p : parts) {
         const ShardManifest& m = p.manifest;
+        if (m.dataHash != first.manifest.dataHash)
+            problems.push_back(p.label + ": its imported tensors hash to " + hex64(m.dataHash) + ", "
+                               + first.label + "'s to " + hex64(first.manifest.dataHash)
+                               + ": the tensor file changed between the shards' runs");
         if (m.specHash != catalog.specHash) {
             problems.push_back(p.label + ": spec hash " + hex64(m.specHash) + " differs from the spec's " + hex64(catalog.specHash)
                                + " (" + first.label + "/spec.json): it ran a different spec");

@@ -32,8 +32,9 @@ inline constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
 std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFnvOffsetBasis);
 
 /// Stable identity of what a normalized spec computes: FNV-1a of specToJson of the spec with
-/// the fields that do not change results neutralised (name, backend, device, memory_limit_mb).
-std::uint64_t specHash(const ExperimentSpec& spec);
+/// the fields that do not change results neutralised (name, backend, device, memory_limit_mb),
+/// continued with `dataHash` (ResultSet::dataHash: the imported tensors' content) when non-zero.
+std::uint64_t specHash(const ExperimentSpec& spec, std::uint64_t dataHash = 0);
 
 /// Identity of one trial: FNV-1a of (spec hash, grid point, scheme name, budget, seed value),
 /// each little-endian (the name with its length). Independent of the shard count.
@@ -60,7 +61,8 @@ struct TrialCatalog {
     ExperimentSpec spec;
     std::vector<std::pair<std::uint64_t, long long>> byId; ///< sorted (id, walk index)
 };
-TrialCatalog catalogTrials(const ExperimentSpec& spec);
+/// `dataHash`: as for specHash (the shards' manifests give it for imported data).
+TrialCatalog catalogTrials(const ExperimentSpec& spec, std::uint64_t dataHash = 0);
 
 /// The shard assignment. Trials are ordered by draw — (point, seed, budget, scheme) — and cut
 /// into `count` contiguous blocks whose sizes differ by at most one; shard i takes block i.
@@ -81,6 +83,7 @@ struct ShardManifest {
     std::string backend;                 ///< what ran (ResultSet::backend)
     std::string specBackend;             ///< spec.backend as spec.json gives it ("cpu (fallback: ...)" after one)
     std::string regimeNote;              ///< the regime's note, set by the shard that drew point 0, seed slot 0
+    std::uint64_t dataHash = 0;          ///< FNV-1a of the imported tensors' bytes as read (ResultSet::dataHash); 0: drawn data
     double elapsedMs = 0.0;
     std::vector<std::uint64_t> trials;   ///< ids of the trials it ran, walk order
 };

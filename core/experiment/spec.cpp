@@ -3,6 +3,8 @@
 #include "core/experiment/spec.h"
 
 #include "core/common/format.h"
+#include "core/io/json_text.h"
+#include "core/io/tensor_file.h"
 
 #include <algorithm>
 #include <limits>
@@ -119,12 +121,35 @@ Error outOfRange(const std::string& field, double lo, double hi, double got, boo
                             + "], got " + num(got)};
 }
 
+/// Text printed on terminals and written to spec.json: UTF-8, no control characters (a name with
+/// ESC or CR could rewrite the terminal; invalid UTF-8 cannot go into JSON).
+Status checkText(const std::string& field, const std::string& text)
+{
+    if (!io::isValidUtf8(text))
+        return Error{field, "is not valid UTF-8: " + io::quoteName(text)};
+    for (const char c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            return Error{field, "must not contain control characters (tab, newline, escape ...): " + io::quoteName(text)};
+    return Ok{};
+}
+
 } // namespace
 
-Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given)
+Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inputs)
 {
     using L = SpecLimits;
     ExperimentSpec spec = given;
+    if (auto text = checkText("name", spec.name); !text)
+        return text.error();
+    if (auto text = checkText("device", spec.device); !text)
+        return text.error();
+    for (std::size_t i = 0; i < spec.schemes.size(); ++i) {
+        const std::string field = "schemes[" + std::to_string(i) + "]";
+        if (auto text = checkText(field + ".name", spec.schemes[i].name); !text)
+            return text.error();
+        if (auto text = checkText(field + ".description", spec.schemes[i].description); !text)
+            return text.error();
+    }
     if (spec.d < L::kMinD || spec.d > L::kMaxD)
         return outOfRange("d", L::kMinD, L::kMaxD, spec.d);
     if (spec.tokens < L::kMinTokens || spec.tokens > L::kMaxTokens)
@@ -153,7 +178,7 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given)
     if (!regime)
         return Error{"regime.name", "unknown regime '" + spec.regime + "' (known: " + regimeNames() + ")"};
     const DataShape shape{spec.d, spec.tokens, spec.queries, 0};
-    auto params = regime->normalize(spec.regimeParams, shape);
+    auto params = regime->normalize(spec.regimeParams, shape, inputs == InputCheck::Full);
     if (!params)
         return params.error();
     spec.regimeParams = std::move(params).value();
@@ -205,7 +230,7 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given)
                     if (it == descs.end() || it->kind == ParamDesc::Kind::Choice || it->kind == ParamDesc::Kind::Text)
                         return Error{"sweep." + axis.parameter, "is not a numeric parameter of regime '" + one.regime + "'"};
                 }
-                auto checked = normalizeSpec(one);
+                auto checked = normalizeSpec(one, inputs);
                 if (!checked)
                     return Error{field, checked.error().field + " " + checked.error().message};
             }

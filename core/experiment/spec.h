@@ -87,8 +87,14 @@ struct ExperimentSpec {
 /// budgets 2, 3, 4, 8 seeds.
 ExperimentSpec defaultSpec();
 
+/// How much of a spec normalizeSpec checks: everything, or everything but the imported regime's
+/// files (for reading back a finished run's spec.json on a machine without them: kvlens merge).
+enum class InputCheck { Full, SkipInputs };
+
 /// Checks every field and fills the regime's defaults; errors name the field and its range.
-Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& spec);
+/// Text that reaches a terminal or spec.json (name, scheme names and descriptions, device, regime
+/// text) must be valid UTF-8 without control characters.
+Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& spec, InputCheck inputs = InputCheck::Full);
 
 /// Allowed ranges, shared by validation, the GUI's spin boxes and the docs.
 struct SpecLimits {

@@ -2,6 +2,8 @@
 // JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
 #include "core/experiment/spec_json.h"
 
+#include "core/io/file_read.h"
+#include "core/io/json_text.h"
 #include "core/regimes/imported.h"
 
 #include <nlohmann/json.hpp>
@@ -49,7 +51,7 @@ int getInt(const json& v, const std::string& field, long long lo = std::numeric_
 {
     auto outOfRange = [&] {
         return FieldError{field, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got "
-                                     + v.dump()};
+                                     + v.dump()}; // a number here: dump() is one short token
     };
     if (v.is_number_unsigned()) {
         const auto x = v.get<unsigned long long>();
@@ -72,20 +74,20 @@ int getInt(const json& v, const std::string& field, long long lo = std::numeric_
             return static_cast<int>(x);
         }
     }
-    throw FieldError{field, "must be an integer, got " + v.dump()};
+    throw FieldError{field, "must be an integer, got " + io::describeJson(v)};
 }
 
 double getNumber(const json& v, const std::string& field)
 {
     if (!v.is_number())
-        throw FieldError{field, "must be a number, got " + v.dump()};
+        throw FieldError{field, "must be a number, got " + io::describeJson(v)};
     return v.get<double>();
 }
 
 std::string getString(const json& v, const std::string& field)
 {
     if (!v.is_string())
-        throw FieldError{field, "must be a string, got " + v.dump()};
+        throw FieldError{field, "must be a string, got " + io::describeJson(v)};
     return v.get<std::string>();
 }
 
@@ -145,7 +147,7 @@ PathConfig pathFromJson(const json& j, const std::string& field)
         if (b.is_string()) {
             const auto rule = BitsRule::parse(b.get<std::string>());
             if (!rule)
-                throw FieldError{field + ".bits", "must be \"n\", \"n-1\", \"n+1\" ... or an integer 1..8, got " + b.dump()};
+                throw FieldError{field + ".bits", "must be \"n\", \"n-1\", \"n+1\" ... or an integer 1..8, got " + io::describeJson(b)};
             p.bits = *rule;
         } else {
             p.bits = BitsRule{false, getInt(b, field + ".bits", 1, 8)};
@@ -307,22 +309,24 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
                 else if (value.is_string())
                     s.regimeParams[key] = value.get<std::string>();
                 else
-                    throw FieldError{"regime." + key, "must be a number or a string, got " + value.dump()};
+                    throw FieldError{"regime." + key, "must be a number or a string, got " + io::describeJson(value)};
             }
         }
     }
-    auto intField = [&](const char* key, const char* alias, int& target) {
+    // Each integer field is read with its own allowed range, so `"d": 1e308` says d's range.
+    using L = SpecLimits;
+    auto intField = [&](const char* key, const char* alias, int& target, int lo, int hi) {
         if (j.contains(key) && alias && j.contains(alias))
             throw FieldError{alias, std::string("give either \"") + key + "\" or \"" + alias + "\", not both"};
         if (j.contains(key))
-            target = getInt(j[key], key);
+            target = getInt(j[key], key, lo, hi);
         else if (alias && j.contains(alias))
-            target = getInt(j[alias], alias);
+            target = getInt(j[alias], alias, lo, hi);
     };
-    intField("d", nullptr, s.d);
-    intField("tokens", "N", s.tokens);
-    intField("queries", "Q", s.queries);
-    intField("calibration_tokens", nullptr, s.calibrationTokens);
+    intField("d", nullptr, s.d, L::kMinD, L::kMaxD);
+    intField("tokens", "N", s.tokens, L::kMinTokens, L::kMaxTokens);
+    intField("queries", "Q", s.queries, L::kMinQueries, L::kMaxQueries);
+    intField("calibration_tokens", nullptr, s.calibrationTokens, 0, L::kMaxCalibration);
     if (j.contains("score_scale"))
         s.scoreScale = getNumber(j["score_scale"], "score_scale");
     if (j.contains("schemes")) {
@@ -340,18 +344,18 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
             throw FieldError{"budgets", "must be an array of integers"};
         s.budgets.clear();
         for (std::size_t i = 0; i < list.size(); ++i)
-            s.budgets.push_back(getInt(list[i], "budgets[" + std::to_string(i) + "]"));
+            s.budgets.push_back(getInt(list[i], "budgets[" + std::to_string(i) + "]", L::kMinBudget, L::kMaxBudget));
     }
     if (j.contains("seeds")) {
         const json& seeds = j["seeds"];
         checkKeys(seeds, "seeds", {"first", "count"});
         if (seeds.contains("first")) {
             if (!seeds["first"].is_number_unsigned() && !(seeds["first"].is_number_integer() && seeds["first"].get<long long>() >= 0))
-                throw FieldError{"seeds.first", "must be a non-negative integer, got " + seeds["first"].dump()};
+                throw FieldError{"seeds.first", "must be a non-negative integer, got " + io::describeJson(seeds["first"])};
             s.firstSeed = seeds["first"].get<std::uint64_t>();
         }
         if (seeds.contains("count"))
-            s.seedCount = getInt(seeds["count"], "seeds.count");
+            s.seedCount = getInt(seeds["count"], "seeds.count", 1, L::kMaxSeeds);
     }
     if (j.contains("rng"))
         s.engine = getEnum<EngineKind>(j["rng"], "rng", engineFromName, "mt19937_64, pcg64");
@@ -365,9 +369,9 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
         const json& m = j["metrics"];
         checkKeys(m, "metrics", {"top_k", "sample_cap"});
         if (m.contains("top_k"))
-            s.metrics.topK = getInt(m["top_k"], "metrics.top_k");
+            s.metrics.topK = getInt(m["top_k"], "metrics.top_k", 1, L::kMaxTokens);
         if (m.contains("sample_cap"))
-            s.metrics.sampleCap = getInt(m["sample_cap"], "metrics.sample_cap");
+            s.metrics.sampleCap = getInt(m["sample_cap"], "metrics.sample_cap", 0, L::kMaxSampleCap);
     }
     if (j.contains("comparisons")) {
         const json& c = j["comparisons"];
@@ -379,15 +383,15 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
             for (std::size_t i = 0; i < pairs.size(); ++i) {
                 const std::string field = "comparisons.pairs[" + std::to_string(i) + "]";
                 if (!pairs[i].is_array() || pairs[i].size() != 2)
-                    throw FieldError{field, "must be a pair of scheme names, got " + pairs[i].dump()};
+                    throw FieldError{field, "must be a pair of scheme names, got " + io::describeJson(pairs[i])};
                 s.comparisons.pairs.emplace_back(getString(pairs[i][0], field + "[0]"),
                                                  getString(pairs[i][1], field + "[1]"));
             }
         }
         if (c.contains("bootstrap"))
-            s.comparisons.bootstrap = getInt(c["bootstrap"], "comparisons.bootstrap");
+            s.comparisons.bootstrap = getInt(c["bootstrap"], "comparisons.bootstrap", 0, L::kMaxResamples);
         if (c.contains("permutations"))
-            s.comparisons.permutations = getInt(c["permutations"], "comparisons.permutations");
+            s.comparisons.permutations = getInt(c["permutations"], "comparisons.permutations", 0, L::kMaxResamples);
     }
     if (j.contains("memory_limit_mb"))
         s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
@@ -413,16 +417,16 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
 
 } // namespace
 
-Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory)
+Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory, InputCheck inputs)
 {
-    json j;
+    // Nesting capped and duplicate keys refused before any field is read (io::parseJsonText);
+    // parse_error and out_of_range (numbers like 1e400) come back as errors too.
+    auto parsed = io::parseJsonText(text);
+    if (!parsed)
+        return parsed.error();
+    const json& j = *parsed;
     try {
-        j = json::parse(text.begin(), text.end());
-    } catch (const json::exception& e) { // parse_error, and out_of_range for numbers like 1e400
-        return Error{"", std::string("not valid JSON: ") + e.what()};
-    }
-    try {
-        return normalizeSpec(fromJson(j, baseDirectory));
+        return normalizeSpec(fromJson(j, baseDirectory), inputs);
     } catch (const FieldError& e) {
         return Error{e.field, e.message};
     } catch (const json::exception& e) {
@@ -432,24 +436,21 @@ Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& ba
 
 std::string specToJson(const ExperimentSpec& spec, int indent)
 {
-    return toJson(spec).dump(indent);
+    return io::dumpJson(toJson(spec), indent);
 }
 
 std::string schemeToJson(const SchemeConfig& scheme)
 {
-    return schemeJson(scheme).dump();
+    return io::dumpJson(schemeJson(scheme));
 }
 
-Result<ExperimentSpec> loadSpecFile(const std::string& path)
+Result<ExperimentSpec> loadSpecFile(const std::string& path, InputCheck inputs)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return Error{path, "cannot open the spec file"};
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad())
-        return Error{path, "read error"};
-    auto spec = specFromJson(buffer.str(), std::filesystem::path(path).parent_path().string());
+    // Only a regular file below the cap: `--batch /dev/zero` is refused, not read until memory runs out.
+    auto text = io::readRegularFile(path, io::kMaxSpecBytes);
+    if (!text)
+        return text.error();
+    auto spec = specFromJson(*text, std::filesystem::path(path).parent_path().string(), inputs);
     if (!spec)
         return Error{path + (spec.error().field.empty() ? "" : ": " + spec.error().field), spec.error().message};
     return spec;

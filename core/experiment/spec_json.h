@@ -14,14 +14,18 @@ namespace kvlens {
 /// defaults; "N" and "Q" are accepted for "tokens" and "queries". The imported regime's
 /// relative file paths are made absolute, looked up in `baseDirectory` first (the spec file's
 /// folder) and then in the working directory.
-Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory = {});
+/// The text is read as untrusted: nesting is capped, a key given twice is refused, and messages
+/// describe a bad value by its type, never by dumping it.
+Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory = {},
+                                    InputCheck inputs = InputCheck::Full);
 
 /// Writes a spec as JSON (every field, canonical keys); specFromJson(specToJson(s)) == s
 /// for a normalized spec.
 std::string specToJson(const ExperimentSpec& spec, int indent = 2);
 
-/// Reads and parses a spec file; errors name the path.
-Result<ExperimentSpec> loadSpecFile(const std::string& path);
+/// Reads and parses a spec file; errors name the path. Only a regular file of at most
+/// io::kMaxSpecBytes is read (a device or FIFO is refused before reading).
+Result<ExperimentSpec> loadSpecFile(const std::string& path, InputCheck inputs = InputCheck::Full);
 
 /// The JSON of one scheme (a name for built-in schemes, an object with "k" and "v" otherwise).
 std::string schemeToJson(const SchemeConfig& scheme);

@@ -79,7 +79,8 @@ Moments differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
 
 } // namespace
 
-Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend)
+Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend,
+                                     const Dataset* fixedData)
 {
     const Regime* regime = findRegime(spec.regime);
     if (!regime)
@@ -89,10 +90,14 @@ Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int 
     g.seedIndex = seedIndex;
     g.seed = spec.seed(seedIndex);
     const DataShape shape{spec.d, spec.tokens, spec.queries, spec.calibrationRows()};
-    auto data = regime->generate(spec.regimeParams, shape, spec.engine, g.seed);
-    if (!data)
-        return data.error();
-    g.data = std::move(data).value();
+    if (fixedData) {
+        g.data = *fixedData;
+    } else {
+        auto data = regime->generate(spec.regimeParams, shape, spec.engine, g.seed);
+        if (!data)
+            return data.error();
+        g.data = std::move(data).value();
+    }
     if (spec.scoreScale != 1.0) {
         const auto c = static_cast<float>(spec.scoreScale);
         g.data.queries *= c;
@@ -101,6 +106,12 @@ Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int 
     const float scale = 1.0f / std::sqrt(static_cast<float>(spec.d));
     backend.scores(g.data.queries, g.data.keys, scale, g.scores);
     backend.attend(g.scores, g.data.values, g.probs, g.logSumExp, g.output);
+    // Exact attention must be finite, or no metric of the group would mean anything.
+    for (std::size_t i = 0; i < g.logSumExp.size(); ++i)
+        if (!std::isfinite(g.logSumExp[i]))
+            return Error{"score_scale", "the exact attention scores of query " + std::to_string(i)
+                                            + " are not finite (score_scale x |q| |k| overflows float32); "
+                                              "rescale the data or lower score_scale"};
     g.meanQueryNorm2 = g.data.queries.rowwise().squaredNorm().cast<double>().mean();
     g.meanKeyNorm2 = g.data.keys.rowwise().squaredNorm().cast<double>().mean();
     return g;

@@ -25,8 +25,11 @@ struct TrialGroup {
     mutable std::shared_ptr<const SpectralAnalysis> keySpectra[2], valueSpectra[2];
 };
 
-/// Draws the data of one (point, seed) and computes its exact attention on `backend`.
-Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend);
+/// Draws the data of one (point, seed) and computes its exact attention on `backend`. With
+/// `fixedData` (a seed-independent regime's data, read once for the run), copies it instead of
+/// drawing.
+Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend,
+                                     const Dataset* fixedData = nullptr);
 
 /// Runs scheme `schemeIndex` of the spec at `budget` on a prepared group.
 TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& group, int schemeIndex, int budget,

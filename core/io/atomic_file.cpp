@@ -2,6 +2,8 @@
 // POSIX temp-file + fsync + rename, the same guarantee QSaveFile gives the Qt layers.
 #include "core/io/atomic_file.h"
 
+#include "core/io/fault.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +34,10 @@ Status writeFileAtomic(const std::string& path, std::string_view contents)
     };
     const char* data = contents.data();
     std::size_t left = contents.size();
+    if (io::faultFailsWrite(target.filename().string())) {
+        errno = ENOSPC;
+        return fail("write failed");
+    }
     while (left > 0) {
         const ssize_t written = write(fd, data, left);
         if (written < 0) {

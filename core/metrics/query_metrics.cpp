@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace kvlens {
@@ -96,6 +98,14 @@ QueryMetrics queryMetrics(const AttentionPair& a, std::span<const float> valueEr
                 argmaxHat = j;
         }
         const auto qi = static_cast<std::size_t>(i);
+        if (!std::isfinite(lse) || !std::isfinite(lseHat) || !std::isfinite(pDelta) || !std::isfinite(pDelta2)) {
+            // A non-finite score (an overflowing estimate) has no KL: NaN, never the 0 that
+            // std::max(0, NaN) would give, and no recall either.
+            constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+            m.kl[qi] = m.fisher[qi] = m.a2[qi] = m.entropy[qi] = m.recall[qi] = nan;
+            m.argmaxShift[qi] = argmax != argmaxHat ? 1 : 0;
+            continue;
+        }
         // KL(p || p^) = sum p (log p - log p^) = -sum p ds + (lse^ - lse).
         m.kl[qi] = static_cast<float>(std::max(0.0, -pDelta + (lseHat - lse)));
         m.fisher[qi] = static_cast<float>(std::max(0.0, pDelta2 - pDelta * pDelta));

@@ -9,11 +9,14 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cfloat>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <system_error>
+
+#include <sys/stat.h>
 
 namespace kvlens {
 
@@ -56,6 +59,39 @@ std::int64_t index(const RegimeParams& params, std::string_view key)
     return static_cast<std::int64_t>(paramNumber(params, key));
 }
 
+/// The identity of a file's current contents as the file system tells it: a replaced or
+/// rewritten file gets another key (inode, size, modification time in nanoseconds).
+std::string fileIdentity(const std::string& path)
+{
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        return {};
+    return path + '\n' + std::to_string(st.st_ino) + '\n' + std::to_string(st.st_size) + '\n'
+           + std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
+}
+
+/// Parsed headers of the last files inspected: a header with a million metadata keys is parsed
+/// once, not once for each tensor, normalization and trial group.
+Result<io::TensorFileInfo> inspectCached(const std::string& path)
+{
+    static std::mutex mutex;
+    static std::map<std::string, io::TensorFileInfo> entries;
+    const std::string key = fileIdentity(path);
+    {
+        const std::lock_guard lock(mutex);
+        if (auto it = entries.find(key); !key.empty() && it != entries.end())
+            return it->second;
+    }
+    auto file = io::inspectTensorFile(path);
+    if (file && !key.empty()) {
+        const std::lock_guard lock(mutex);
+        if (entries.size() >= 8)
+            entries.clear();
+        entries.emplace(key, *file);
+    }
+    return file;
+}
+
 Result<Resolved> resolveOne(const ImportSource& source, const RegimeParams& params, std::int64_t head)
 {
     // Devices, FIFOs and folders are refused before opening: reading /dev/stdin would block.
@@ -63,7 +99,7 @@ Result<Resolved> resolveOne(const ImportSource& source, const RegimeParams& para
     if (!fs::is_regular_file(source.path, ec))
         return Error{source.path == paramText(params, "file") ? "regime.file" : source.field,
                      source.path + (fs::exists(source.path, ec) ? ": not a regular file" : ": no such file")};
-    auto file = io::inspectTensorFile(source.path);
+    auto file = inspectCached(source.path);
     if (!file)
         return Error{source.path == paramText(params, "file") ? "regime.file" : source.field, file.error().text()};
     const auto& tensors = file->tensors;
@@ -89,11 +125,12 @@ Result<Resolved> resolveOne(const ImportSource& source, const RegimeParams& para
     r.slice = std::move(slice).value();
     r.rows = info->shape[info->shape.size() - 2];
     r.d = info->shape.back();
-    // The whole tensor is read (then sliced): refuse what the budget cannot hold before reading.
-    const double mb = static_cast<double>(info->elementCount()) * 4.0 / (1024.0 * 1024.0);
+    // Only the chosen head's [rows x d] block is read: refuse what the budget cannot hold before reading.
+    const double mb = static_cast<double>(r.rows) * static_cast<double>(r.d) * 4.0 / (1024.0 * 1024.0);
     if (mb > paramNumber(params, "max_mb"))
-        return Error{"regime.max_mb", "tensor " + io::quoteName(info->name) + " of shape " + shapeText(info->shape)
-                                          + " needs " + formatNumber(mb) + " MiB as float32, over the budget of "
+        return Error{"regime.max_mb", "the selected slice of tensor " + io::quoteName(info->name) + " of shape "
+                                          + shapeText(info->shape) + " needs " + formatNumber(mb)
+                                          + " MiB as float32, over the budget of "
                                           + formatNumber(paramNumber(params, "max_mb")) + " MiB"};
     return r;
 }
@@ -151,16 +188,16 @@ Result<std::array<Resolved, 3>> resolveAll(const RegimeParams& params, const Dat
     return out;
 }
 
-/// The last tensors read, so that every seed of a run does not read the file again.
-class TensorCache {
+/// The last slices read, keyed by the file's identity (inode, size, modification time), so that a
+/// window that reruns on every edit does not read the file again; a changed file is read anew.
+/// Only the [rows x d] block of the chosen head is read (io::readTensorSlice), never the whole tensor.
+class SliceCache {
 public:
     Result<std::shared_ptr<const io::Tensor>> get(const Resolved& r, double maxMb)
     {
-        std::error_code ec;
-        const auto size = fs::file_size(r.source.path, ec);
-        const auto time = fs::last_write_time(r.source.path, ec);
-        const std::string key = r.source.path + '\n' + r.info.name + '\n' + std::to_string(size) + '\n'
-                                + std::to_string(time.time_since_epoch().count());
+        std::string key = fileIdentity(r.source.path) + '\n' + r.info.name;
+        for (const std::int64_t i : r.slice.leading)
+            key += ',' + std::to_string(i);
         {
             const std::lock_guard lock(m_mutex);
             if (auto it = m_entries.find(key); it != m_entries.end())
@@ -168,14 +205,18 @@ public:
         }
         io::ReadLimits limits;
         limits.maxTensorBytes = static_cast<std::uint64_t>(maxMb * 1024.0 * 1024.0);
-        auto tensor = io::readTensor(r.source.path, r.info.name, limits);
+        io::SliceRequest request;
+        request.leading = r.slice.leading;
+        request.rowStart = 0;
+        request.rowCount = r.rows;
+        auto tensor = io::readTensorSlice(r.source.path, r.info, request, limits);
         if (!tensor)
             return Error{r.source.field, tensor.error().text()};
         auto shared = std::make_shared<const io::Tensor>(std::move(tensor).value());
         const std::lock_guard lock(m_mutex);
         if (m_entries.size() >= 6)
             m_entries.clear();
-        m_entries.emplace(key, shared);
+        m_entries.emplace(std::move(key), shared);
         return shared;
     }
     void clear()
@@ -189,22 +230,17 @@ private:
     std::map<std::string, std::shared_ptr<const io::Tensor>> m_entries;
 };
 
-TensorCache& cache()
+SliceCache& cache()
 {
-    static TensorCache instance;
+    static SliceCache instance;
     return instance;
 }
 
-/// The [rows x d] slice of a read tensor, refused when any value in it is NaN or Inf.
+/// The [rows x d] slice as read, refused when any value in it is NaN or Inf or a row's squared
+/// norm overflows float32.
 Result<RowMatrixXf> sliceRows(const io::Tensor& t, const Resolved& r)
 {
-    const std::size_t rank = t.shape.size();
-    std::int64_t offset = 0, stride = r.rows * r.d;
-    for (std::size_t i = rank - 2; i-- > 0;) {
-        offset += r.slice.leading[i] * stride;
-        stride *= t.shape[i];
-    }
-    const float* data = t.data.data() + offset;
+    const float* data = t.data.data();
     const Eigen::Index rows = r.rows, d = r.d;
     long long bad = 0, first = -1;
     for (Eigen::Index i = 0; i < rows * d; ++i)
@@ -212,6 +248,27 @@ Result<RowMatrixXf> sliceRows(const io::Tensor& t, const Resolved& r)
             if (bad++ == 0)
                 first = i;
         }
+    if (bad == 0) {
+        // Finite values whose squared norms overflow float32 (|x| near 1e19 and up) would give
+        // infinite scores and NaN attention: refused like NaN, naming the first row.
+        long long overflowing = 0, firstRow = -1;
+        for (Eigen::Index i = 0; i < rows; ++i) {
+            double norm2 = 0.0;
+            for (Eigen::Index c = 0; c < d; ++c)
+                norm2 += static_cast<double>(data[i * d + c]) * data[i * d + c];
+            if (!(norm2 <= static_cast<double>(FLT_MAX)) && overflowing++ == 0)
+                firstRow = i;
+        }
+        if (overflowing > 0) {
+            std::vector<std::int64_t> at = r.slice.leading;
+            at.push_back(firstRow);
+            return Error{r.source.field, r.source.path + ": tensor " + io::quoteName(t.name) + " has "
+                                             + std::to_string(overflowing) + " row" + (overflowing == 1 ? "" : "s")
+                                             + " whose squared norm overflows float32 (above 3.4e38) in the selected "
+                                               "slice, the first at row "
+                                             + shapeText(at) + "; import refused (rescale the tensor)"};
+        }
+    }
     if (bad > 0) {
         std::vector<std::int64_t> at = r.slice.leading;
         at.push_back(first / d);
@@ -266,7 +323,7 @@ public:
              K::Integer, 0, 0, 1 << 30, false, {}, {}},
             {"query_start", "first query", "First query row used; the run takes Q queries from here.", K::Integer, 0, 0,
              1 << 30, false, {}, {}},
-            {"max_mb", "memory budget (MiB)", "Largest float32 copy of one tensor that may be read.", K::Real, 2048, 0.01,
+            {"max_mb", "memory budget (MiB)", "Largest float32 copy of the selected [tokens x head_dim] slice of one tensor that may be read.", K::Real, 2048, 0.01,
              1 << 20, true, {}, {}},
         };
         return descs;
@@ -305,6 +362,20 @@ public:
                     + std::to_string(queryStart + shape.queries - 1)
                     + (shape.calibration > 0 ? ", calibration " + std::to_string(data.calibrationKeys.rows()) + " rows" : "");
         return data;
+    }
+
+    bool seedIndependent() const override { return true; }
+
+    double inputBytes(const RegimeParams& params, const DataShape& shape) const override
+    {
+        // The [rows x d] slices of K, V and Q as float32, plus the scored copies.
+        auto resolved = resolveAll(params, shape);
+        if (!resolved)
+            return 0.0;
+        double bytes = 0.0;
+        for (const Resolved& r : *resolved)
+            bytes += 2.0 * static_cast<double>(r.rows) * static_cast<double>(r.d) * sizeof(float);
+        return bytes;
     }
 
 protected:

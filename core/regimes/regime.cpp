@@ -3,6 +3,8 @@
 #include "core/regimes/regime.h"
 
 #include "core/common/format.h"
+#include "core/io/json_text.h"
+#include "core/io/tensor_file.h"
 #include "core/regimes/builtin.h"
 
 #include <Eigen/QR>
@@ -30,7 +32,7 @@ Status Regime::checkRules(const RegimeParams&, const DataShape&) const
     return Ok{};
 }
 
-Result<RegimeParams> Regime::normalize(const RegimeParams& given, const DataShape& shape) const
+Result<RegimeParams> Regime::normalize(const RegimeParams& given, const DataShape& shape, bool checkInputs) const
 {
     RegimeParams out = defaults();
     for (const auto& [key, value] : given) {
@@ -49,6 +51,11 @@ Result<RegimeParams> Regime::normalize(const RegimeParams& given, const DataShap
             const auto* text = std::get_if<std::string>(&value);
             if (!text)
                 return Error{field, "must be a string"};
+            // A path or name that JSON cannot hold (invalid UTF-8, from a folder name) would make
+            // the run fail when it writes spec.json: refused now, before anything is computed.
+            if (!io::isValidUtf8(*text))
+                return Error{field, "is not valid UTF-8 (" + io::quoteName(*text)
+                                        + "); spec.json could not record it: rename the file or folder"};
             if (p.kind == ParamDesc::Kind::Choice
                 && std::find(p.choices.begin(), p.choices.end(), *text) == p.choices.end()) {
                 std::string allowed;
@@ -70,6 +77,8 @@ Result<RegimeParams> Regime::normalize(const RegimeParams& given, const DataShap
             return Error{field, "must be an integer in " + range + ", got " + formatNumber(v)};
         out[key] = v;
     }
+    if (!checkInputs && seedIndependent())
+        return out; // the inputs may live on another machine (kvlens merge)
     if (auto rules = checkRules(out, shape); !rules)
         return rules.error();
     return out;

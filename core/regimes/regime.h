@@ -66,11 +66,26 @@ public:
     /// Fills missing parameters with defaults and checks every value against its
     /// description (range, integer, choice) and the regime's own rules; unknown keys are
     /// rejected. Errors name the field as "regime.<key>" with the allowed range.
-    Result<RegimeParams> normalize(const RegimeParams& params, const DataShape& shape) const;
+    /// With `checkInputs` false, a seed-independent regime skips the rules that read its inputs (an
+    /// imported file's headers): for reading back a finished run whose file is elsewhere.
+    Result<RegimeParams> normalize(const RegimeParams& params, const DataShape& shape, bool checkInputs = true) const;
 
     /// Draws a dataset. `params` must come from normalize(). Deterministic in (engine, seed).
     virtual Result<Dataset> generate(const RegimeParams& params, const DataShape& shape, EngineKind engine,
                                      std::uint64_t seed) const = 0;
+
+    /// True when generate() ignores the engine and seed (data read from a file): the runner then
+    /// reads it once per grid point for the whole run and hashes its bytes into the run's identity.
+    virtual bool seedIndependent() const { return false; }
+
+    /// Bytes the regime reads from outside before the first draw (imported slices as float32), for
+    /// the memory estimate; `params` from normalize(). Default: none.
+    virtual double inputBytes(const RegimeParams& params, const DataShape& shape) const
+    {
+        (void)params;
+        (void)shape;
+        return 0.0;
+    }
 
 protected:
     /// Rules beyond per-parameter ranges (e.g. rank <= d). Default: none.

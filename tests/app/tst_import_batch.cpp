@@ -12,6 +12,13 @@
 
 #include "common/kvlens_process.h"
 
+#include <csignal>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
 namespace {
 
 using kvlens::test::Run;
@@ -53,6 +60,82 @@ QStringList rejectedCorpusFiles()
     for (auto it = row.globalMatch(text.mid(from)); it.hasNext();)
         files << it.next().captured(1);
     return files;
+}
+
+
+/// A .npy (version 1.0, little-endian float32, C order) of `shape` holding `values`.
+QByteArray npyFile(const QList<int>& shape, const QList<float>& values)
+{
+    QByteArray dims;
+    for (int d : shape)
+        dims += QByteArray::number(d) + ", ";
+    QByteArray header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+    while ((10 + header.size() + 1) % 64 != 0)
+        header += ' ';
+    header += '\n';
+    QByteArray out("\x93NUMPY\x01\x00", 8);
+    out += char(header.size() & 0xff);
+    out += char(header.size() >> 8);
+    out += header;
+    out += QByteArray(reinterpret_cast<const char*>(values.data()), values.size() * int(sizeof(float)));
+    return out;
+}
+
+QByteArray readAll(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+/// The shipped example copied into `dir` (tensors and a spec naming them relatively).
+QString copyExample(const QTemporaryDir& dir)
+{
+    QFile::copy(QStringLiteral(KVLENS_SOURCE_DIR "/resources/examples/kv_example.safetensors"),
+                dir.filePath(QStringLiteral("kv_example.safetensors")));
+    QFile::setPermissions(dir.filePath(QStringLiteral("kv_example.safetensors")),
+                          QFile::ReadOwner | QFile::WriteOwner);
+    QByteArray spec = readAll(QStringLiteral(KVLENS_SOURCE_DIR "/resources/examples/imported.json"));
+    return writeFile(dir.filePath(QStringLiteral("imported.json")), spec);
+}
+
+/// Rewrites the example's tensors with other (finite) values, same names and shapes: every 64th
+/// F16 payload value becomes 1.0. Written to a new file and renamed over, as a user's re-export would.
+void changeExample(const QTemporaryDir& dir)
+{
+    const QString path = dir.filePath(QStringLiteral("kv_example.safetensors"));
+    QByteArray bytes = readAll(path);
+    quint64 headerLength = 0;
+    for (int i = 7; i >= 0; --i)
+        headerLength = (headerLength << 8) | static_cast<unsigned char>(bytes[i]);
+    for (qsizetype at = 8 + static_cast<qsizetype>(headerLength); at + 1 < bytes.size(); at += 128) {
+        bytes[at] = 0x00;
+        bytes[at + 1] = 0x3c; // F16 1.0
+    }
+    writeFile(path + QStringLiteral(".new"), bytes);
+    QFile::remove(path);
+    QFile::rename(path + QStringLiteral(".new"), path);
+}
+
+bool waitStopped(qint64 pid)
+{
+    for (int i = 0; i < 3000; ++i) {
+        QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+        if (stat.open(QIODevice::ReadOnly)) {
+            const QByteArray text = stat.readAll();
+            const int close = text.lastIndexOf(')');
+            if (close > 0 && text.size() > close + 2 && text[close + 2] == 'T')
+                return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+QStringList batch(const QString& spec, const QString& out, const QStringList& more = {})
+{
+    return QStringList{QStringLiteral("--batch"), spec, QStringLiteral("--out"), out, QStringLiteral("--quiet"),
+                       QStringLiteral("--no-figures")}
+           + more;
 }
 
 } // namespace
@@ -125,6 +208,103 @@ private slots:
         QVERIFY2(window.exitCode == 0, window.err.constData());
         QVERIFY2(window.err.contains("kvlens: OpenCL unavailable, running on the CPU backend: "), window.err.constData());
         QVERIFY(QFileInfo(png).size() > 10000);
+    }
+
+    void replacingTheTensorFileMidRunDoesNotReachTheRun()
+    {
+        // The tensors are read once, before the first trial; a file replaced while the trials run
+        // (here: while the process is stopped right after reading) cannot give some seeds other data.
+        QTemporaryDir dir;
+        const QString spec = copyExample(dir);
+        const QString reference = dir.filePath(QStringLiteral("reference"));
+        QCOMPARE(runKvlens(batch(spec, reference)).exitCode, 0);
+
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("KVLENS_FAULT"), QStringLiteral("stop:inputs-read"));
+        p.setProcessEnvironment(env);
+        const QString during = dir.filePath(QStringLiteral("during"));
+        p.start(QStringLiteral(KVLENS_EXE), batch(spec, during));
+        QVERIFY(p.waitForStarted() && waitStopped(p.processId()));
+        changeExample(dir);
+        ::kill(static_cast<pid_t>(p.processId()), SIGCONT);
+        QVERIFY(p.waitForFinished(120000));
+        QCOMPARE(p.exitCode(), 0);
+        QCOMPARE(readAll(during + QStringLiteral("/summary.csv")), readAll(reference + QStringLiteral("/summary.csv")));
+
+        // The change is real: a run started now sees other numbers.
+        const QString after = dir.filePath(QStringLiteral("after"));
+        QCOMPARE(runKvlens(batch(spec, after)).exitCode, 0);
+        QVERIFY(readAll(after + QStringLiteral("/summary.csv")) != readAll(reference + QStringLiteral("/summary.csv")));
+    }
+
+    void shardsOfChangedTensorsDoNotMergeAndMergeNeedsNoTensorFile()
+    {
+        QTemporaryDir dir;
+        const QString spec = copyExample(dir);
+        const QString whole = dir.filePath(QStringLiteral("whole"));
+        const QString s0 = dir.filePath(QStringLiteral("s0")), s1 = dir.filePath(QStringLiteral("s1"));
+        QCOMPARE(runKvlens(batch(spec, whole)).exitCode, 0);
+        QCOMPARE(runKvlens(batch(spec, s0, {QStringLiteral("--shard"), QStringLiteral("0/2")})).exitCode, 0);
+        QCOMPARE(runKvlens(batch(spec, s1, {QStringLiteral("--shard"), QStringLiteral("1/2")})).exitCode, 0);
+        const QByteArray manifest = readAll(s0 + QStringLiteral("/manifest.json"));
+        QVERIFY2(manifest.contains("\"data_hash\"") && !manifest.contains("\"data_hash\": \"0000000000000000\""),
+                 manifest.constData());
+
+        // The merging machine need not have the tensors: trials.bin holds every result.
+        QVERIFY(QFile::rename(dir.filePath(QStringLiteral("kv_example.safetensors")),
+                              dir.filePath(QStringLiteral("elsewhere.safetensors"))));
+        const QString merged = dir.filePath(QStringLiteral("merged"));
+        const Run m = runKvlens({QStringLiteral("merge"), s0, s1, QStringLiteral("--out"), merged, QStringLiteral("--no-figures")});
+        QVERIFY2(m.exitCode == 0, m.err.constData());
+        QCOMPARE(readAll(merged + QStringLiteral("/summary.csv")), readAll(whole + QStringLiteral("/summary.csv")));
+
+        // Shard 1 again, after the tensors changed: the set no longer fits together.
+        QVERIFY(QFile::rename(dir.filePath(QStringLiteral("elsewhere.safetensors")),
+                              dir.filePath(QStringLiteral("kv_example.safetensors"))));
+        changeExample(dir);
+        const QString s1b = dir.filePath(QStringLiteral("s1b"));
+        QCOMPARE(runKvlens(batch(spec, s1b, {QStringLiteral("--shard"), QStringLiteral("1/2")})).exitCode, 0);
+        const QString bad = dir.filePath(QStringLiteral("bad"));
+        const Run r = runKvlens({QStringLiteral("merge"), s0, s1b, QStringLiteral("--out"), bad, QStringLiteral("--no-figures")});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("the tensor file changed between the shards' runs"), r.err.constData());
+        QVERIFY(!QDir(bad).exists());
+    }
+
+    void nonFiniteAndOverflowingTensorsAreRefusedAsInput_data()
+    {
+        QTest::addColumn<float>("value");
+        QTest::addColumn<QByteArray>("mention");
+        QTest::newRow("NaN") << std::numeric_limits<float>::quiet_NaN() << QByteArray("non-finite value");
+        QTest::newRow("Inf") << std::numeric_limits<float>::infinity() << QByteArray("non-finite value");
+        // Finite, but |k|^2 = 8e74 overflows float32: scores would be NaN, reported as KL 0.
+        QTest::newRow("1e37") << 1e37f << QByteArray("squared norm overflows float32");
+    }
+    void nonFiniteAndOverflowingTensorsAreRefusedAsInput()
+    {
+        QFETCH(float, value);
+        QFETCH(QByteArray, mention);
+        QTemporaryDir dir;
+        QList<float> values;
+        for (int i = 0; i < 2 * 16 * 8; ++i)
+            values << std::sin(0.37f * static_cast<float>(i));
+        values[5 * 8 + 3] = value; // head 0, token 5, channel 3
+        writeFile(dir.filePath(QStringLiteral("k.npy")), npyFile({2, 16, 8}, values));
+        QList<float> clean = values;
+        clean[5 * 8 + 3] = 0.5f;
+        writeFile(dir.filePath(QStringLiteral("v.npy")), npyFile({2, 16, 8}, clean));
+        writeFile(dir.filePath(QStringLiteral("q.npy")), npyFile({2, 16, 8}, clean));
+        const QString spec = writeFile(dir.filePath(QStringLiteral("spec.json")), R"({"regime": {"name": "imported",
+            "k": "k.npy", "v": "v.npy", "q": "q.npy", "query_start": 12}, "d": 8, "tokens": 12, "queries": 4,
+            "metrics": {"top_k": 2}, "schemes": ["KV"], "budgets": [2], "seeds": {"count": 1}})");
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens(batch(spec, out));
+        QCOMPARE(r.exitCode, 2); // refused input, like a bad spec
+        QVERIFY2(r.err.startsWith("kvlens: " + spec.toUtf8() + ": regime.k: "), r.err.constData());
+        QVERIFY2(r.err.contains(mention), r.err.constData());
+        QVERIFY2(r.err.contains("[0, 5"), r.err.constData()); // the first bad row is named
+        QVERIFY(!QDir(out).exists());
     }
 
     void malformedCorpusFilesAreRefusedInOneLine_data()

@@ -222,13 +222,17 @@ private slots:
         QCOMPARE(refusedField({{"file", dataPath("st_offsets_overlap.safetensors")}}, ok, &message), std::string("regime.file"));
         QVERIFY2(message.find("st_offsets_overlap") != std::string::npos, message.c_str());
 
-        // 2 * 64 * 32 floats = 16 KiB = 0.015625 MiB.
+        // Only the chosen head's slice is read and counted: in the shipped example ([1, 4, 256, 64]) one head is
+        // 256 * 64 floats = 0.0625 MiB, the whole tensor 0.25 MiB.
+        const DataShape example{64, 192, 64, 0};
+        p = {{"file", std::string(KVLENS_TEST_DATA_DIR "/../../resources/examples/kv_example.safetensors")},
+             {"head", 1.0}, {"query_start", 192.0}, {"max_mb", 0.05}};
+        QCOMPARE(refusedField(p, example, &message), std::string("regime.max_mb"));
+        QVERIFY2(message.find("needs 0.0625 MiB") != std::string::npos, message.c_str());
+        p["max_mb"] = 0.1; // below the whole tensor's 0.25 MiB
+        QCOMPARE(refusedField(p, example), std::string("(accepted)"));
         p = exampleParams();
         p["max_mb"] = 0.01;
-        QCOMPARE(refusedField(p, ok, &message), std::string("regime.max_mb"));
-        QVERIFY2(message.find("0.015625") != std::string::npos || message.find("0.0156") != std::string::npos,
-                 message.c_str());
-        p["max_mb"] = 0.02;
         QCOMPARE(refusedField(p, ok), std::string("(accepted)"));
     }
 
