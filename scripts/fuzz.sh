@@ -5,16 +5,25 @@
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
 # Seeds: tests/data and resources/examples (tensor files), resources/presets and resources/examples
 # (specs), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
-# (default 2) at a time, one core each. Crashing inputs are kept in build-fuzz/artifacts/<target>/ and
-# each run's log in build-fuzz/fuzz_<target>.log.
+# (default 2) at a time, one core each. Crashing inputs are kept in <fuzz dir>/artifacts/<target>/ and
+# each run's log in <fuzz dir>/fuzz_<target>.log.
+# The targets are built in the ASan tree (build-asan/fuzz/, preset "asan", whose kvlens_core already
+# carries the coverage instrumentation), so after the sanitizer stage only four small files compile.
+# KVLENS_FUZZ_BUILD_DIR=build-fuzz builds them standalone instead (no Qt, no OpenCL needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-build_dir=${KVLENS_FUZZ_BUILD_DIR:-build-fuzz}
+build_dir=${KVLENS_FUZZ_BUILD_DIR:-build-asan}
 jobs=${KVLENS_JOBS:-2}
 
 ./scripts/deps.sh clang libclang-rt-dev
-CC=clang CXX=clang++ cmake -S fuzz -B "$build_dir" -DCMAKE_BUILD_TYPE=None >/dev/null  # flags: fuzz/CMakeLists.txt (asserts on)
+if [ "$build_dir" = build-asan ]; then
+  cmake --preset asan >/dev/null
+  fuzz_dir=$build_dir/fuzz
+else
+  CC=clang CXX=clang++ cmake -S fuzz -B "$build_dir" -DCMAKE_BUILD_TYPE=None >/dev/null  # flags: fuzz/CMakeLists.txt (asserts on)
+  fuzz_dir=$build_dir
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -22,9 +31,9 @@ status=0
 built=()
 for target in npy npz safetensors spec; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
-  if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$build_dir/build_$target.log" 2>&1; then
-    echo "fuzz_$target: BUILD FAILED (log: $build_dir/build_$target.log)" >&2
-    grep -E 'error' "$build_dir/build_$target.log" | head -10 >&2 || true
+  if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
+    echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
+    grep -E 'error' "$fuzz_dir/build_$target.log" | head -10 >&2 || true
     status=1
   else
     built+=("$target")
@@ -33,14 +42,14 @@ done
 
 # Runs one target for $seconds; its verdict goes to $work/<target>.verdict.
 fuzz_one() {
-  local target=$1 corpus="$work/$1" artifacts="$build_dir/artifacts/$1" log="$build_dir/fuzz_$1.log"
+  local target=$1 corpus="$work/$1" artifacts="$fuzz_dir/artifacts/$1" log="$fuzz_dir/fuzz_$1.log"
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
     cp resources/presets/*.json resources/examples/*.json "$corpus"/
   else
     find tests/data resources/examples -maxdepth 1 -type f ! -name '*.md' ! -name '*.json' -exec cp {} "$corpus"/ \;
   fi
-  if "$build_dir/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if "$fuzz_dir/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz_$target: ${seconds}s, ${runs:-?} executions, no findings" >"$work/$target.verdict"

@@ -36,7 +36,7 @@ private slots:
     void previewsTheShippedExampleAndBuildsItsSpec()
     {
         ExperimentSpec base = defaultSpec();
-        base.schemes = {{"KV"}, {"KQV"}};
+        base.schemes = {*findScheme("KV"), *findScheme("KQV")};
         ImportDialog dialog(base);
         QVERIFY(!dialog.valid());
         QVERIFY(!okEnabled(dialog));
