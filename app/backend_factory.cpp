@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Backend selection: OpenCL when asked for and usable, else the CPU with the reason.
+// Backend selection: OpenCL when asked for and usable, else the CPU with the reason; a pool reuses them.
 #include "app/backend_factory.h"
 
+#include "gpu/device.h"
 #include "gpu/opencl_backend.h"
 
 namespace kvlens::app {
@@ -21,6 +22,29 @@ BackendChoice makeBackend(const ExperimentSpec& spec, int threads)
     choice.backend = std::make_unique<CpuBackend>(threads);
     choice.label = choice.warning.empty() ? "cpu" : "cpu (fallback: " + choice.warning + ")";
     return choice;
+}
+
+BackendChoice& BackendPool::get(const ExperimentSpec& spec, int threads)
+{
+    // The key is the device the request resolves to, so "" and "0" share a context when they
+    // name the same device; a request that resolves to nothing is keyed by its text.
+    std::string key;
+    if (spec.backend == "opencl" || spec.backend == "auto") {
+        const auto device = gpu::selectDevice(spec.device);
+        key = device ? "opencl #" + std::to_string(device->index) : "opencl ?" + spec.device;
+    } else {
+        key = "cpu";
+    }
+    key += " threads " + std::to_string(threads);
+    for (const auto& entry : m_entries)
+        if (entry->key == key) {
+            // A reused OpenCL backend reports the fallbacks of the coming run only.
+            if (auto* opencl = dynamic_cast<gpu::OpenClBackend*>(entry->choice.backend.get()))
+                opencl->resetFallbacks();
+            return entry->choice;
+        }
+    m_entries.push_back(std::make_unique<Entry>(Entry{std::move(key), makeBackend(spec, threads)}));
+    return m_entries.back()->choice;
 }
 
 } // namespace kvlens::app

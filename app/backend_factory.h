@@ -5,8 +5,10 @@
 #include "core/experiment/backend.h"
 #include "core/experiment/spec.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kvlens::app {
 
@@ -23,5 +25,29 @@ struct BackendChoice {
 /// request falls back to the CPU backend with the reason in `warning` and `label`.
 /// `threads` caps the CPU backend's worker threads (0: one per core).
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads = 0);
+
+/// The backends of a session, one per (kind, device, threads), so that a window re-running
+/// after every edit opens each OpenCL device (context, queues, programs) once rather than once
+/// per run. Not thread-safe: it belongs to the thread that runs experiments.
+class BackendPool {
+public:
+    /// makeBackend(spec, threads), or the backend made by an earlier call with the same kind
+    /// (cpu, or opencl / auto, which choose alike), the same device (the one spec.device resolves
+    /// to now) and the same threads. A fallback is remembered too: an unusable device is not
+    /// reopened on every edit. References stay valid until clear() or the pool's destruction.
+    BackendChoice& get(const ExperimentSpec& spec, int threads = 0);
+
+    /// Backends held.
+    std::size_t size() const { return m_entries.size(); }
+    /// Destroys every backend (none may be running).
+    void clear() { m_entries.clear(); }
+
+private:
+    struct Entry {
+        std::string key;
+        BackendChoice choice;
+    };
+    std::vector<std::unique_ptr<Entry>> m_entries;
+};
 
 } // namespace kvlens::app

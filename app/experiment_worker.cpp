@@ -70,7 +70,7 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
 {
     if (m_generation->load() != id)
         return; // superseded before it started
-    BackendChoice backend = makeBackend(spec);
+    BackendChoice& backend = m_backends.get(spec);
     emit started(id, QString::fromStdString(backend.label), spec.trialCount());
     WorkerProgress progress(*this, id, spec, *m_generation);
     const auto start = std::chrono::steady_clock::now();
@@ -123,7 +123,7 @@ void ExperimentWorker::validate(quint64 id, const kvlens::ExperimentSpec& spec)
     const long long each = spec.trialCount();
     emit started(id, QStringLiteral("validation"), 3 * each);
     auto runOne = [&](const ExperimentSpec& s, long long offset, std::string* warning) -> Result<ResultSet> {
-        BackendChoice backend = makeBackend(s);
+        BackendChoice& backend = m_backends.get(s);
         if (warning) {
             *warning = backend.warning;
             if (!backend.warning.empty())

@@ -2,6 +2,7 @@
 // Runs experiments on a worker thread; results cross to the GUI as immutable snapshots through queued signals.
 #pragma once
 
+#include "app/backend_factory.h"
 #include "core/experiment/spec.h"
 #include "widgets/validation_view.h"
 #include "widgets/view_data.h"
@@ -28,6 +29,10 @@ public:
     /// Minimum time between partial snapshots, in milliseconds.
     static constexpr int kSnapshotIntervalMs = 200;
 
+    /// The backends runs have used, kept for the worker's (the window's) lifetime. Touch it on
+    /// the worker's thread, or from another while no request is in flight (tests).
+    const BackendPool& backends() const { return m_backends; }
+
 public slots:
     /// Runs `spec` (already normalized) unless `id` is already stale.
     void run(quint64 id, const kvlens::ExperimentSpec& spec);
@@ -49,6 +54,7 @@ signals:
 private:
     std::shared_ptr<std::atomic<quint64>> m_generation;
     std::string m_reportedFallback; ///< the last OpenCL fallback reason told on stderr (once per reason)
+    BackendPool m_backends;         ///< one backend per kind and device: edits rerun without reopening OpenCL
 };
 
 /// Registers the metatypes the worker's queued signals carry (call once before connecting).

@@ -43,6 +43,8 @@ public:
     const widgets::ViewData& lastData() const { return m_data; }
     bool isRunning() const { return m_running; }
     quint64 currentRequest() const { return m_requestId; }
+    /// The worker (on its own thread, holding the session's backends); for tests between runs.
+    const ExperimentWorker* worker() const { return m_worker; }
 
     /// Loads a spec into the controls and runs it (preset, file, command line).
     void loadSpec(const ExperimentSpec& spec, bool run = true);

@@ -100,8 +100,12 @@ Result<DeviceInfo> selectDevice(const std::string& given)
         return text;
     };
     if (std::all_of(request.begin(), request.end(), [](unsigned char c) { return std::isdigit(c); })) {
-        const auto index = std::stoul(request);
-        if (index < list.size())
+        // Digit by digit, not std::stoul: "99999999999999999999" is a missing device, not an exception.
+        std::size_t index = 0;
+        bool inRange = request.size() <= 9;
+        for (const char c : request)
+            index = inRange ? index * 10 + static_cast<std::size_t>(c - '0') : index;
+        if (inRange && index < list.size())
             return list[index];
         return Error{"device", "no OpenCL device " + request + " (devices: " + available() + ")"};
     }

@@ -15,6 +15,8 @@
 #include <functional>
 #include <cstdint>
 #include <numbers>
+#include <thread>
+#include <vector>
 
 namespace kvlens::gpu {
 
@@ -44,24 +46,102 @@ struct OpenClBackend::Impl {
     struct PerThread {
         cl::CommandQueue queue;
         std::map<std::pair<int, std::string>, cl::Kernel> kernels;
+        PerThread() { livePerThread.fetch_add(1); }
+        ~PerThread() { livePerThread.fetch_sub(1); }
+        PerThread(const PerThread&) = delete;
+        PerThread& operator=(const PerThread&) = delete;
     };
-    /// Thread-local, so a worker thread's queue and kernels go away with the thread (runs
-    /// start new threads); keyed by a per-backend id that is never reused.
+    /// Every thread's state, owned here so that destroying the backend frees every queue and
+    /// kernel (and with them the last references to the context). Shared with the threads'
+    /// exit hooks, which erase a thread's entry when it ends first (a run's workers do; the
+    /// window's worker thread outlives many runs of one pooled backend).
+    struct ThreadStates {
+        std::mutex mutex;
+        std::map<std::thread::id, std::unique_ptr<PerThread>> states;
+    };
+    std::shared_ptr<ThreadStates> threads = std::make_shared<ThreadStates>();
+    /// Never reused, so a thread's one-entry cache below cannot mistake a new backend for a dead one.
     std::uint64_t id = nextId();
     static std::uint64_t nextId()
     {
         static std::atomic<std::uint64_t> counter{0};
         return ++counter;
     }
+    static inline std::atomic<std::size_t> livePerThread{0};
+
+    /// Runs at a thread's exit: drops that thread's state in every backend still alive.
+    struct ThreadExit {
+        std::vector<std::weak_ptr<ThreadStates>> used;
+        ~ThreadExit()
+        {
+            const auto me = std::this_thread::get_id();
+            for (const auto& weak : used)
+                if (const auto owner = weak.lock()) {
+                    std::unique_ptr<PerThread> mine;
+                    {
+                        const std::lock_guard lock(owner->mutex);
+                        if (const auto it = owner->states.find(me); it != owner->states.end()) {
+                            mine = std::move(it->second);
+                            owner->states.erase(it);
+                        }
+                    }
+                    // Released outside the lock: OpenCL calls need not serialize other threads.
+                }
+        }
+    };
+
     PerThread& local()
     {
-        thread_local std::map<std::uint64_t, std::unique_ptr<PerThread>> mine;
-        auto& slot = mine[id];
-        if (!slot) {
-            slot = std::make_unique<PerThread>();
-            slot->queue = cl::CommandQueue(ctx->context(), ctx->device());
+        // Every launch asks for the queue: a thread remembers the last backend it used, which
+        // stays valid until the thread ends or the backend (whose id is never reused) goes.
+        struct Last {
+            std::uint64_t id = 0;
+            PerThread* state = nullptr;
+        };
+        thread_local Last last;
+        if (last.id == id)
+            return *last.state;
+        PerThread* state = nullptr;
+        bool created = false;
+        {
+            const std::lock_guard lock(threads->mutex);
+            auto& slot = threads->states[std::this_thread::get_id()];
+            if (!slot) {
+                auto fresh = std::make_unique<PerThread>();
+                try {
+                    fresh->queue = cl::CommandQueue(ctx->context(), ctx->device());
+                } catch (...) {
+                    threads->states.erase(std::this_thread::get_id());
+                    throw;
+                }
+                slot = std::move(fresh);
+                created = true;
+            }
+            state = slot.get();
         }
-        return *slot;
+        if (created) {
+            thread_local ThreadExit exitHook;
+            std::erase_if(exitHook.used, [](const std::weak_ptr<ThreadStates>& w) { return w.expired(); });
+            exitHook.used.push_back(threads);
+        }
+        last = {id, state};
+        return *state;
+    }
+
+    /// Frees every thread's state (the destructor's work: threads that used the backend may outlive it).
+    void releaseThreads()
+    {
+        std::map<std::thread::id, std::unique_ptr<PerThread>> states;
+        {
+            const std::lock_guard lock(threads->mutex);
+            states.swap(threads->states);
+        }
+    }
+
+    std::size_t threadStateCount() const
+    {
+        const std::lock_guard lock(threads->mutex);
+        return threads->states.size();
     }
 
     cl::Context& context() { return ctx->context(); }
@@ -286,7 +366,28 @@ OpenClBackend::OpenClBackend(std::unique_ptr<Impl> impl)
 {
 }
 
-OpenClBackend::~OpenClBackend() = default;
+OpenClBackend::~OpenClBackend()
+{
+    if (m_impl)
+        m_impl->releaseThreads();
+}
+
+std::size_t OpenClBackend::perThreadStateCount() const
+{
+    return m_impl->threadStateCount();
+}
+
+std::size_t OpenClBackend::livePerThreadStates()
+{
+    return Impl::livePerThread.load();
+}
+
+void OpenClBackend::resetFallbacks()
+{
+    const std::lock_guard lock(m_impl->mutex);
+    m_impl->fallbacks = 0;
+    m_impl->fallback.clear();
+}
 
 Result<std::unique_ptr<OpenClBackend>> OpenClBackend::create(const std::string& request)
 {

@@ -8,6 +8,7 @@
 #include "core/quant/qjl.h"
 #include "gpu/device.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -42,8 +43,15 @@ public:
     std::string kernelStyle() const;
     /// Stages that fell back to the CPU during runs, with the first OpenCL error; empty if none.
     std::string fallbackNote() const;
+    /// Forgets the stages that fell back so far: a backend reused for a new run reports that run's.
+    void resetFallbacks();
     /// Programs built from source and loaded from the disk cache so far.
     std::pair<int, int> buildCounts() const;
+    /// Threads holding a command queue and kernels of this backend. A thread's state goes when
+    /// the thread ends, and every thread's when the backend is destroyed.
+    std::size_t perThreadStateCount() const;
+    /// Per-thread states alive in the process, over every backend (for leak tests).
+    static std::size_t livePerThreadStates();
 
     // Single stages, for the agreement tests and the benchmark (errors are returned, not
     // hidden by a fallback). Shapes as the CPU functions they mirror.

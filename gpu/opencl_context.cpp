@@ -52,7 +52,6 @@ Result<std::shared_ptr<OpenClContext>> OpenClContext::create(const std::string& 
         ctx->m_info = *chosen;
         ctx->m_device = all[static_cast<std::size_t>(chosen->index)];
         ctx->m_context = cl::Context(ctx->m_device);
-        ctx->m_queue = cl::CommandQueue(ctx->m_context, ctx->m_device);
         ctx->m_style = chosen->type == "GPU" ? KernelStyle::Gpu : KernelStyle::Cpu;
         if (const char* style = std::getenv("KVLENS_OPENCL_STYLE")) {
             if (std::string(style) == "gpu")

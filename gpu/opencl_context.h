@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// One OpenCL device with its context, queue and built programs (internal to gpu/ and its tests).
+// One OpenCL device with its context and built programs (internal to gpu/ and its tests).
 #pragma once
 
 #include "core/common/result.h"
@@ -38,12 +38,12 @@ public:
     KernelStyle style() const { return m_style; }
     bool hasDouble() const { return m_hasDouble; }
     cl::Context& context() { return m_context; }
-    cl::CommandQueue& queue() { return m_queue; }
     const cl::Device& device() const { return m_device; }
 
     /// The program made of common.cl, then each of `files`, built with `defines` (e.g.
-    /// "-DDIM=128") plus the style and precision options. Built once per process; binaries are
-    /// cached on disk. Errors carry the device name, the options and the build log.
+    /// "-DDIM=128") plus the style and precision options. Built once per context (the GUI keeps
+    /// one per device for the session); binaries are cached on disk. Errors carry the device
+    /// name, the options and the build log.
     Result<cl::Program> program(const std::vector<std::string>& files, const std::string& defines);
 
     BuildStats stats() const;
@@ -54,7 +54,6 @@ private:
     DeviceInfo m_info;
     cl::Device m_device;
     cl::Context m_context;
-    cl::CommandQueue m_queue;
     KernelStyle m_style = KernelStyle::Cpu;
     bool m_hasDouble = false;
     ProgramCache m_cache;

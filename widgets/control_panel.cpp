@@ -16,10 +16,14 @@
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QValidator>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <set>
+#include <tuple>
 
 namespace kvlens::widgets {
 
@@ -35,6 +39,43 @@ QSpinBox* spin(int lo, int hi, int value, const QString& tip, QWidget* parent)
     s->setKeyboardTracking(false); // typing "1024" is one edit, not four
     return s;
 }
+
+/// A parameter value as a spin box int: clamped first, since casting a double beyond int is undefined.
+int spinValue(double v)
+{
+    if (!(v >= static_cast<double>(std::numeric_limits<int>::min())))
+        return std::numeric_limits<int>::min();
+    if (v > static_cast<double>(std::numeric_limits<int>::max()))
+        return std::numeric_limits<int>::max();
+    return static_cast<int>(v);
+}
+
+/// Seeds: decimal integers 0 .. 2^64 - 1, the range a spec accepts; keystrokes that would
+/// leave it are refused, and an emptied box falls back to the current seed.
+class SeedValidator final : public QValidator {
+public:
+    SeedValidator(const std::uint64_t* current, QObject* parent)
+        : QValidator(parent), m_current(current)
+    {
+    }
+
+    State validate(QString& input, int&) const override
+    {
+        if (input.isEmpty())
+            return Intermediate;
+        for (const QChar c : input)
+            if (c < QLatin1Char('0') || c > QLatin1Char('9')) // not isDigit(): that takes other scripts' digits
+                return Invalid;
+        bool ok = false;
+        input.toULongLong(&ok); // false on overflow
+        return ok ? Acceptable : Invalid;
+    }
+
+    void fixup(QString& input) const override { input = QString::number(*m_current); }
+
+private:
+    const std::uint64_t* m_current;
+};
 
 } // namespace
 
@@ -104,7 +145,9 @@ ControlPanel::ControlPanel(QWidget* parent)
     // Seeds, engine, metrics, backend.
     auto* runGroup = new QGroupBox(QStringLiteral("Run"), this);
     auto* runForm = new QFormLayout(runGroup);
-    m_firstSeed = spin(0, 2147483647, 1, QStringLiteral("First seed; trial seeds are first, first + 1, ..."), this);
+    m_firstSeed = new QLineEdit(QString::number(m_seedValue), this);
+    m_firstSeed->setValidator(new SeedValidator(&m_seedValue, m_firstSeed));
+    m_firstSeed->setToolTip(QStringLiteral("First seed (0 to 2^64 - 1); trial seeds are first, first + 1, ..."));
     m_seedCount = spin(1, L::kMaxSeeds, 8, QStringLiteral("Independent draws per scheme and budget."), this);
     m_rng = new QComboBox(runGroup);
     m_rng->addItems({QStringLiteral("mt19937_64"), QStringLiteral("pcg64")});
@@ -143,7 +186,8 @@ ControlPanel::ControlPanel(QWidget* parent)
         rebuildParams({});
         edited();
     });
-    for (QSpinBox* s : {m_d, m_tokens, m_queries, m_firstSeed, m_seedCount, m_topK})
+    connect(m_firstSeed, &QLineEdit::editingFinished, this, &ControlPanel::commitSeed);
+    for (QSpinBox* s : {m_d, m_tokens, m_queries, m_seedCount, m_topK})
         connect(s, &QSpinBox::valueChanged, this, [this] {
             refreshSchemeLabels();
             edited();
@@ -160,6 +204,21 @@ ControlPanel::ControlPanel(QWidget* parent)
 void ControlPanel::edited()
 {
     emit specEdited();
+}
+
+void ControlPanel::commitSeed()
+{
+    bool ok = false;
+    const std::uint64_t seed = m_firstSeed->text().toULongLong(&ok);
+    if (!ok) { // the validator admits no such text; restore rather than guess
+        m_firstSeed->setText(QString::number(m_seedValue));
+        return;
+    }
+    m_firstSeed->setText(QString::number(seed)); // "007" reads back as 7
+    if (seed == m_seedValue)
+        return;
+    m_seedValue = seed;
+    edited();
 }
 
 QCheckBox* ControlPanel::budgetBox(int n) const
@@ -231,10 +290,9 @@ void ControlPanel::rebuildParams(const RegimeParams& values)
         const QString tip = QString::fromStdString(p.tooltip);
         switch (p.kind) {
         case ParamDesc::Kind::Integer: {
-            auto* s = spin(static_cast<int>(p.minValue), static_cast<int>(p.maxValue), static_cast<int>(p.defaultValue),
-                           tip, this);
+            auto* s = spin(spinValue(p.minValue), spinValue(p.maxValue), spinValue(p.defaultValue), tip, this);
             if (it != values.end() && std::holds_alternative<double>(it->second))
-                s->setValue(static_cast<int>(std::get<double>(it->second)));
+                s->setValue(spinValue(std::get<double>(it->second)));
             connect(s, &QSpinBox::valueChanged, this, &ControlPanel::edited);
             editor = s;
             break;
@@ -280,7 +338,7 @@ void ControlPanel::rebuildParams(const RegimeParams& values)
     }
 }
 
-ExperimentSpec ControlPanel::spec() const
+ExperimentSpec ControlPanel::widgetSpec() const
 {
     ExperimentSpec s = m_hidden;
     s.regime = m_regime->currentText().toStdString();
@@ -307,17 +365,89 @@ ExperimentSpec ControlPanel::spec() const
     for (int n = SpecLimits::kMinBudget; n <= SpecLimits::kMaxBudget; ++n)
         if (budgetBox(n)->isChecked())
             s.budgets.push_back(n);
-    s.firstSeed = static_cast<std::uint64_t>(m_firstSeed->value());
+    s.firstSeed = m_seedValue;
     s.seedCount = m_seedCount->value();
     s.engine = m_rng->currentIndex() == 1 ? EngineKind::Pcg64 : EngineKind::Mt19937_64;
     s.metrics.topK = m_topK->value();
+    std::tie(s.backend, s.device) = boxBackend();
+    return s;
+}
+
+std::pair<std::string, std::string> ControlPanel::boxBackend() const
+{
     const QString backend = m_backend->currentData().toString();
-    if (backend == QLatin1String("cpu")) {
-        s.backend = "cpu";
-        s.device.clear();
+    if (backend == QLatin1String("cpu"))
+        return {"cpu", ""};
+    return {"opencl", backend.toStdString()};
+}
+
+ExperimentSpec ControlPanel::spec() const
+{
+    // Controls round and clamp (two decimals, a spin box's range, a device list by index); a
+    // control still showing what it showed when the spec was loaded stands for the loaded value,
+    // so touching one control never quietly changes another field (and so the data).
+    ExperimentSpec s = widgetSpec();
+    const ExperimentSpec& loaded = m_hidden;
+    const ExperimentSpec& shown = m_shown;
+    auto keep = [](auto& field, const auto& shownValue, const auto& loadedValue) {
+        if (field == shownValue)
+            field = loadedValue;
+    };
+    keep(s.d, shown.d, loaded.d);
+    keep(s.tokens, shown.tokens, loaded.tokens);
+    keep(s.queries, shown.queries, loaded.queries);
+    keep(s.scoreScale, shown.scoreScale, loaded.scoreScale);
+    keep(s.firstSeed, shown.firstSeed, loaded.firstSeed);
+    keep(s.seedCount, shown.seedCount, loaded.seedCount);
+    keep(s.engine, shown.engine, loaded.engine);
+    keep(s.metrics.topK, shown.metrics.topK, loaded.metrics.topK);
+    if (s.regime == shown.regime) {
+        s.regime = loaded.regime;
+        for (auto& [key, value] : s.regimeParams) {
+            const auto was = shown.regimeParams.find(key);
+            const auto given = loaded.regimeParams.find(key);
+            if (was != shown.regimeParams.end() && given != loaded.regimeParams.end())
+                keep(value, was->second, given->second);
+        }
+        // Parameters with no editor (not the regime's) stay for validation to name.
+        for (const auto& [key, value] : loaded.regimeParams)
+            s.regimeParams.emplace(key, value);
+    }
+    if (std::tie(s.backend, s.device) == std::tie(shown.backend, shown.device)) {
+        s.backend = loaded.backend; // "auto", or a device named by a substring of its name
+        s.device = loaded.device;
+    }
+    // Schemes and budgets keep the loaded order (legends, tables, trial order); ones ticked
+    // since follow in list order.
+    auto names = [](const std::vector<SchemeConfig>& list) {
+        std::multiset<std::string> out;
+        for (const auto& c : list)
+            out.insert(c.name);
+        return out;
+    };
+    if (names(s.schemes) == names(shown.schemes)) {
+        s.schemes = loaded.schemes;
     } else {
-        s.backend = "opencl";
-        s.device = backend.toStdString();
+        std::vector<SchemeConfig> ordered;
+        for (const SchemeConfig& l : loaded.schemes)
+            for (auto it = s.schemes.begin(); it != s.schemes.end(); ++it)
+                if (it->name == l.name) {
+                    ordered.push_back(*it);
+                    s.schemes.erase(it);
+                    break;
+                }
+        ordered.insert(ordered.end(), s.schemes.begin(), s.schemes.end());
+        s.schemes = std::move(ordered);
+    }
+    if (s.budgets == shown.budgets) {
+        s.budgets = loaded.budgets;
+    } else {
+        std::vector<int> ordered;
+        for (int b : loaded.budgets)
+            if (std::erase(s.budgets, b) > 0)
+                ordered.push_back(b);
+        ordered.insert(ordered.end(), s.budgets.begin(), s.budgets.end());
+        s.budgets = std::move(ordered);
     }
     // Comparison pairs must name chosen schemes; drop the ones that are no longer ticked.
     std::erase_if(s.comparisons.pairs, [&](const auto& pair) {
@@ -342,7 +472,8 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
     m_tokens->setValue(spec.tokens);
     m_queries->setValue(spec.queries);
     m_scoreScale->setValue(spec.scoreScale);
-    m_firstSeed->setValue(static_cast<int>(std::min<std::uint64_t>(spec.firstSeed, 2147483647ULL)));
+    m_seedValue = spec.firstSeed;
+    m_firstSeed->setText(QString::number(m_seedValue));
     m_seedCount->setValue(spec.seedCount);
     m_rng->setCurrentIndex(spec.engine == EngineKind::Pcg64 ? 1 : 0);
     m_topK->setValue(spec.metrics.topK);
@@ -363,20 +494,34 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
             m_schemes->item(row)->setCheckState(Qt::Checked);
         }
     }
+    selectBackend(spec);
+    refreshSchemeLabels();
+    m_shown = widgetSpec();
+}
+
+void ControlPanel::selectBackend(const ExperimentSpec& spec)
+{
+    const QSignalBlocker block(m_backend);
     int backend = m_backend->findData(spec.backend == "cpu" ? QStringLiteral("cpu") : QString::fromStdString(spec.device));
     if (backend < 0 && spec.backend != "cpu" && m_backend->count() > 1)
-        backend = 1; // OpenCL without a named device: the first one listed
+        backend = 1; // OpenCL without a listed device: the first one listed
     m_backend->setCurrentIndex(backend >= 0 ? backend : 0);
-    refreshSchemeLabels();
 }
 
 void ControlPanel::setBackends(const QStringList& labels, const QStringList& values)
 {
     const QSignalBlocker block(m_backend);
+    // A selection the user has not changed since loading follows the loaded spec into the new list.
+    const bool untouched = boxBackend() == std::pair(m_shown.backend, m_shown.device);
     const QVariant current = m_backend->currentData();
     m_backend->clear();
     for (int i = 0; i < labels.size() && i < values.size(); ++i)
         m_backend->addItem(labels[i], values[i]);
+    if (untouched) {
+        selectBackend(m_hidden);
+        std::tie(m_shown.backend, m_shown.device) = boxBackend();
+        return;
+    }
     const int at = m_backend->findData(current);
     m_backend->setCurrentIndex(at >= 0 ? at : 0);
 }

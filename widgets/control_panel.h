@@ -6,6 +6,9 @@
 
 #include <QWidget>
 
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 class QCheckBox;
@@ -13,6 +16,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
 class QLabel;
+class QLineEdit;
 class QListWidget;
 class QPushButton;
 class QSpinBox;
@@ -21,7 +25,10 @@ namespace kvlens::widgets {
 
 /// Edits an ExperimentSpec. The regime's parameter widgets come from its ParamDesc table,
 /// so a new regime needs no widget code. Emits specEdited() on any user change (the window
-/// debounces it); setSpec() changes nothing observable (signals blocked).
+/// debounces it); setSpec() changes nothing observable (signals blocked). A loaded value that
+/// a control cannot show exactly (a score scale with more decimals than its box, a backend
+/// named by a device substring) is kept until that control is edited, so spec() right after
+/// setSpec(s) equals s, and editing one control never changes another field.
 class ControlPanel : public QWidget {
     Q_OBJECT
 public:
@@ -44,6 +51,11 @@ public:
     QSpinBox* dBox() const { return m_d; }
     QSpinBox* tokensBox() const { return m_tokens; }
     QSpinBox* queriesBox() const { return m_queries; }
+    QDoubleSpinBox* scoreScaleBox() const { return m_scoreScale; }
+    QLineEdit* firstSeedBox() const { return m_firstSeed; }
+    QSpinBox* seedCountBox() const { return m_seedCount; }
+    QSpinBox* topKBox() const { return m_topK; }
+    QComboBox* backendBox() const { return m_backend; }
     QListWidget* schemeList() const { return m_schemes; }
     QCheckBox* budgetBox(int n) const;
     QWidget* paramEditor(const QString& key) const;
@@ -60,6 +72,13 @@ private:
     void refreshSchemeLabels();
     void addSchemeItem(const SchemeConfig& scheme, bool checked);
     void edited();
+    void commitSeed();
+    /// What the widgets show, before loaded values stand in for untouched controls.
+    ExperimentSpec widgetSpec() const;
+    /// Selects the backend box entry for `spec` (the first OpenCL device when it names none listed).
+    void selectBackend(const ExperimentSpec& spec);
+    /// (backend, device) as the backend box's selection means it.
+    std::pair<std::string, std::string> boxBackend() const;
 
     QComboBox* m_regime = nullptr;
     QFormLayout* m_params = nullptr;
@@ -69,7 +88,8 @@ private:
     QSpinBox* m_tokens = nullptr;
     QSpinBox* m_queries = nullptr;
     QDoubleSpinBox* m_scoreScale = nullptr;
-    QSpinBox* m_firstSeed = nullptr;
+    QLineEdit* m_firstSeed = nullptr;
+    std::uint64_t m_seedValue = 1; ///< the exact first seed (any uint64: wider than a spin box)
     QSpinBox* m_seedCount = nullptr;
     QComboBox* m_rng = nullptr;
     QListWidget* m_schemes = nullptr;
@@ -80,7 +100,10 @@ private:
     QCheckBox* m_autoRun = nullptr;
     QPushButton* m_run = nullptr;
     QPushButton* m_cancel = nullptr;
-    ExperimentSpec m_hidden; ///< fields with no widget (name, comparisons, limits) carried through
+    /// The spec last loaded: fields with no widget (name, comparisons, limits) are carried
+    /// through, and its values stand for controls still showing what they showed at loading.
+    ExperimentSpec m_hidden;
+    ExperimentSpec m_shown; ///< widgetSpec() right after loading: tells edited controls from untouched ones
 };
 
 } // namespace kvlens::widgets

@@ -162,6 +162,13 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         return Error{"score_scale", "must be in (0, " + num(L::kMaxScoreScale) + "], got " + num(spec.scoreScale)};
     if (spec.seedCount < 1 || spec.seedCount > L::kMaxSeeds)
         return outOfRange("seeds.count", 1, L::kMaxSeeds, spec.seedCount);
+    // Seeds are first, first + 1, ...: the last must not wrap past 2^64 - 1 to 0.
+    if (spec.firstSeed > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(spec.seedCount - 1))
+        return Error{"seeds.first", "with " + std::to_string(spec.seedCount) + " seeds must be at most "
+                                        + std::to_string(std::numeric_limits<std::uint64_t>::max()
+                                                         - static_cast<std::uint64_t>(spec.seedCount - 1))
+                                        + " (the last seed would wrap past 2^64 - 1), got "
+                                        + std::to_string(spec.firstSeed)};
     if (spec.metrics.topK < 1 || spec.metrics.topK > spec.tokens)
         return outOfRange("metrics.top_k", 1, spec.tokens, spec.metrics.topK);
     if (spec.metrics.sampleCap < 0 || spec.metrics.sampleCap > L::kMaxSampleCap)

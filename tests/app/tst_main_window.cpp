@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The main window: a run populates every view; a change mid-run cancels the old run; closing mid-run does not hang.
+// The main window: a run populates every view; a change mid-run cancels the old run; closing mid-run does not hang;
+// runs reuse one backend per kind and device.
+#include "app/backend_factory.h"
+#include "app/experiment_worker.h"
 #include "app/main_window.h"
 #include "app/resources.h"
 #include "core/experiment/spec_json.h"
+#include "gpu/device.h"
 #include "widgets/control_panel.h"
 #include "widgets/result_view.h"
 #include "widgets/validation_view.h"
@@ -123,6 +127,60 @@ private slots:
         const QString csv = window.validationView()->dataCsv();
         QVERIFY(csv.startsWith(QStringLiteral("point,scheme,budget,metric")));
         QVERIFY2(!csv.contains(QStringLiteral("implementation difference")), qPrintable(csv));
+    }
+
+    void backendPoolReusesOneBackendPerDevice()
+    {
+        app::BackendPool pool;
+        ExperimentSpec spec = small();
+        ComputeBackend* cpu = pool.get(spec).backend.get();
+        QVERIFY(cpu);
+        QCOMPARE(pool.get(spec).backend.get(), cpu); // the next run: the same object
+        QVERIFY(pool.get(spec, 2).backend.get() != cpu); // other threads: another
+        QCOMPARE(pool.size(), std::size_t{2});
+        // A device that does not exist: the CPU fallback, remembered (not reopened per edit).
+        spec.backend = "opencl";
+        spec.device = "999";
+        app::BackendChoice& missing = pool.get(spec);
+        QVERIFY(!missing.warning.empty());
+        QVERIFY(missing.label.rfind("cpu (fallback", 0) == 0);
+        QCOMPARE(pool.get(spec).backend.get(), missing.backend.get());
+        QVERIFY(missing.backend.get() != cpu);
+        const auto devices = gpu::listDevices();
+        if (!devices || devices->empty())
+            QSKIP("no OpenCL device: the reuse of OpenCL backends is not exercised");
+        spec.device = "0";
+        app::BackendChoice& first = pool.get(spec);
+        if (!first.warning.empty())
+            QSKIP(qPrintable(QStringLiteral("OpenCL device 0 unusable: ") + QString::fromStdString(first.warning)));
+        QVERIFY(first.label.rfind("opencl", 0) == 0);
+        QCOMPARE(pool.get(spec).backend.get(), first.backend.get());
+        spec.backend = "auto"; // chooses as "opencl" does: the same device, the same backend
+        QCOMPARE(pool.get(spec).backend.get(), first.backend.get());
+        spec.backend = "cpu"; // a backend change and back
+        QCOMPARE(pool.get(spec).backend.get(), cpu);
+        spec.backend = "opencl";
+        QCOMPARE(pool.get(spec).backend.get(), first.backend.get());
+        if (devices->size() > 1) { // a device change: a new backend
+            spec.device = "1";
+            app::BackendChoice& second = pool.get(spec);
+            QVERIFY(second.backend.get() != first.backend.get());
+            QCOMPARE(pool.get(spec).backend.get(), second.backend.get());
+        }
+    }
+
+    void runsShareTheWorkersBackend()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        ExperimentSpec other = small();
+        other.d = 48; // an edit: a new run on the same backend
+        window.loadSpec(other);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+        QCOMPARE(finished.at(1).at(1).toString(), QString());
+        QCOMPARE(window.worker()->backends().size(), std::size_t{1});
     }
 
     void presetsLoadAndValidate()

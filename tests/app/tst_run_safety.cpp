@@ -218,6 +218,19 @@ private slots:
         QVERIFY(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
     }
 
+    void aDeviceIndexTooLargeForAnyIntegerIsJustAMissingDevice()
+    {
+        // std::stoul used to throw out_of_range here and abort the program.
+        QTemporaryDir dir;
+        const QString spec = writeFile(dir.filePath(QStringLiteral("spec.json")), smallSpec());
+        const Run r = runKvlens(batchArgs(spec, dir.filePath(QStringLiteral("out")),
+                                          {QStringLiteral("--device"), QStringLiteral("99999999999999999999"),
+                                           QStringLiteral("--no-figures")}));
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.err.contains("no OpenCL device 99999999999999999999")
+                     || r.err.contains("OpenCL unavailable"), r.err.constData());
+    }
+
     // --- A run's output directory is all of one run, or untouched. ---
     void killedWhileWritingLeavesThePreviousRunWhole_data()
     {

@@ -136,6 +136,8 @@ private slots:
             << "regime.x" << "must be a number or a string, got an array of 1 element";
         QTest::newRow("duplicate") << QByteArray(R"({"metrics": {"top_k": 3, "top_k": 4}})") << ""
                                    << "key 'top_k' is given twice";
+        QTest::newRow("seeds wrap") << QByteArray(R"({"seeds": {"first": 18446744073709551615, "count": 2}})")
+                                    << "seeds.first" << "the last seed would wrap past 2^64 - 1";
         QTest::newRow("escape in name") << QByteArray("{\"name\": \"a\\u001b[31mb\"}") /* moc misreads \u in a raw string */ << "name"
                                         << "must not contain control characters";
         QTest::newRow("newline in scheme name")

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <latch>
+#include <thread>
 
 using namespace kvlens;
 using namespace kvlens::gpu;
@@ -374,6 +376,56 @@ private slots:
         QCOMPARE(sourceBuilds, 0);
         QVERIFY(cachedLoads >= 1);
         QVERIFY(QDir(m_cache.path()).entryList({QStringLiteral("*.bin")}).size() >= 2);
+    }
+
+    void perThreadStateIsOwnedByTheBackend()
+    {
+        // Each thread gets its own queue and kernels; they must go when the thread ends (a run's
+        // workers) and all of them when the backend goes (the window's worker thread outlives
+        // many backends), or a long session leaks a context per run.
+        const RowMatrixXf a = gaussian(16, 32, 1), b = gaussian(24, 32, 2);
+        RowMatrixXf reference;
+        QVERIFY(m_backends[0]->gemmNT(a, b, 1.0f, reference).ok());
+        const std::size_t before = OpenClBackend::livePerThreadStates(); // the fixture's backends' own
+        for (int round = 0; round < 4; ++round) {
+            auto created = OpenClBackend::create();
+            QVERIFY(created.ok());
+            OpenClBackend& backend = **created;
+            QCOMPARE(backend.perThreadStateCount(), std::size_t{0});
+            std::latch ran(2), checked(1);
+            bool ok[2] = {false, false};
+            RowMatrixXf out[2];
+            std::vector<std::thread> threads;
+            for (int t = 0; t < 2; ++t)
+                threads.emplace_back([&, t] {
+                    ok[t] = backend.gemmNT(a, b, 1.0f, out[t]).ok();
+                    ran.count_down();
+                    checked.wait(); // stay alive until the main thread has counted
+                });
+            ran.wait();
+            const std::size_t whileRunning = backend.perThreadStateCount();
+            checked.count_down();
+            for (auto& t : threads)
+                t.join();
+            QCOMPARE(whileRunning, std::size_t{2});
+            QVERIFY(ok[0] && ok[1]);
+            QVERIFY(relativeError(out[0], reference) < 1e-5 && relativeError(out[1], reference) < 1e-5);
+            QCOMPARE(backend.perThreadStateCount(), std::size_t{0}); // ended threads took theirs along
+            RowMatrixXf here;
+            QVERIFY(backend.gemmNT(a, b, 1.0f, here).ok()); // this thread outlives the backend
+            QCOMPARE(backend.perThreadStateCount(), std::size_t{1});
+            QCOMPARE(OpenClBackend::livePerThreadStates(), before + 1);
+        }
+        QCOMPARE(OpenClBackend::livePerThreadStates(), before); // destroyed backends took theirs along
+        // A thread whose backend went first ends cleanly.
+        std::thread late([&] {
+            auto created = OpenClBackend::create();
+            RowMatrixXf c;
+            if (created.ok())
+                (void)(*created)->gemmNT(a, b, 1.0f, c);
+        });
+        late.join();
+        QCOMPARE(OpenClBackend::livePerThreadStates(), before);
     }
 
 private:
