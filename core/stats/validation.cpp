@@ -70,8 +70,17 @@ std::string describe(const ResultSet& r)
 } // namespace
 
 ValidationReport validateRuns(const ResultSet& reference, const ResultSet* implementation, const ResultSet& seed,
-                              double tolerance)
+                              double tolerance, const std::function<int(const TrialResult&)>& boundaryDecisions)
 {
+    std::map<const TrialResult*, int> boundary; // computed once per trial, only where needed
+    auto onBoundary = [&](const TrialResult* t) {
+        if (!boundaryDecisions)
+            return false;
+        auto it = boundary.find(t);
+        if (it == boundary.end())
+            it = boundary.emplace(t, boundaryDecisions(*t)).first;
+        return it->second > 0;
+    };
     ValidationReport report;
     report.tolerance = tolerance;
     report.referenceLabel = describe(reference);
@@ -100,13 +109,18 @@ ValidationReport validateRuns(const ResultSet& reference, const ResultSet* imple
                 for (std::size_t i = 0; i < trials.size(); ++i) {
                     const double x = a[i], y = m.value(*implIt->second[i]);
                     b.push_back(y);
-                    row.implMaxRelDiff = std::max(row.implMaxRelDiff,
-                                                  std::abs(x - y) / std::max({std::abs(x), std::abs(y), 1e-30}));
+                    const double rel = std::abs(x - y) / std::max({std::abs(x), std::abs(y), 1e-30});
+                    row.implMaxRelDiff = std::max(row.implMaxRelDiff, rel);
+                    if (rel > tolerance) {
+                        if (onBoundary(trials[i]))
+                            ++row.boundaryTrials;
+                        else
+                            implDiffers = true;
+                    }
                 }
                 const KsResult ks = ksTwoSample(a, b);
                 row.implKsD = ks.d;
                 row.implKsP = ks.p;
-                implDiffers = row.implMaxRelDiff > tolerance;
             }
             bool seedDiffers = false;
             if (seedIt != sd.end()) {
@@ -120,7 +134,10 @@ ValidationReport validateRuns(const ResultSet& reference, const ResultSet* imple
             }
             // Only the same-RNG pair can reveal an implementation difference; a significant
             // difference between RNGs is reported as such, not blamed on the code.
-            row.verdict = implDiffers ? "implementation difference" : seedDiffers ? "seed-dependent" : "agree";
+            row.verdict = implDiffers            ? "implementation difference"
+                          : seedDiffers          ? "seed-dependent"
+                          : row.boundaryTrials > 0 ? "agree (boundary decision)"
+                                                   : "agree";
             report.rows.push_back(std::move(row));
         }
     }
@@ -130,7 +147,7 @@ ValidationReport validateRuns(const ResultSet& reference, const ResultSet* imple
 std::string validationCsv(const ResultSet& reference, const ValidationReport& report)
 {
     CsvWriter csv({"point", "scheme", "budget", "metric", "trials", "impl_max_rel_diff", "impl_ks_d", "impl_ks_p",
-                   "seed_ks_d", "seed_ks_p", "verdict"});
+                   "seed_ks_d", "seed_ks_p", "verdict", "boundary_trials"});
     for (const ValidationRow& r : report.rows) {
         csv.add(r.point).add(reference.schemes[static_cast<std::size_t>(r.scheme)].name).add(r.budget).add(r.metric)
             .add(r.trials);
@@ -138,7 +155,7 @@ std::string validationCsv(const ResultSet& reference, const ValidationReport& re
             csv.add(r.implMaxRelDiff).add(r.implKsD).add(r.implKsP.p);
         else
             csv.add("").add("").add("");
-        csv.add(r.seedKsD).add(r.seedKsP.p).add(r.verdict);
+        csv.add(r.seedKsD).add(r.seedKsP.p).add(r.verdict).add(r.boundaryTrials);
         csv.endRow();
     }
     return csv.text();

@@ -5,6 +5,7 @@
 #include "core/experiment/result.h"
 #include "core/stats/p_value.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,10 @@ struct ValidationRow {
     PValue implKsP;
     double seedKsD = 0.0;
     PValue seedKsP;
-    std::string verdict;              ///< "agree", "implementation difference", "seed-dependent"
+    /// Paired trials beyond the tolerance whose quantization has a decision on a boundary
+    /// (trialBoundaryDecisions > 0): there the two backends may rightly decide apart.
+    int boundaryTrials = 0;
+    std::string verdict;              ///< "agree", "agree (boundary decision)", "implementation difference", "seed-dependent"
 };
 
 struct ValidationReport {
@@ -39,8 +43,13 @@ struct ValidationReport {
 
 /// Compares the runs (reference and seed must come from the same spec but for the RNG;
 /// `implementation` may be null when the other backend could not run).
+/// `boundaryDecisions` (may be empty) counts a reference trial's decisions within float rounding of a
+/// boundary (trialBoundaryDecisions): a pair beyond the tolerance is an implementation difference
+/// only when its trial has none, since a norm on an fp16 rounding midpoint or a QJL projection at
+/// zero may round either way in a correct implementation, and then moves that trial's metrics.
 ValidationReport validateRuns(const ResultSet& reference, const ResultSet* implementation, const ResultSet& seed,
-                              double tolerance = 1e-4);
+                              double tolerance = 1e-4,
+                              const std::function<int(const TrialResult&)>& boundaryDecisions = {});
 
 /// The report as CSV.
 std::string validationCsv(const ResultSet& reference, const ValidationReport& report);
