@@ -465,7 +465,9 @@ void MainWindow::exportCurrent()
     if (dialog.exec() != QDialog::Accepted)
         return;
     m_exportFolder = dialog.folder();
-    const auto outcome = widgets::exportView(*view, dialog.folder(), dialog.stem(), dialog.options(), currentSpecJson());
+    const QString stem = dialog.stem();
+    const auto outcome = widgets::exportViews({view}, dialog.folder(), [&](const widgets::ResultView&) { return stem; },
+                                              dialog.options(), currentSpecJson());
     if (!outcome.ok())
         QMessageBox::warning(this, QStringLiteral("Export failed"), outcome.error);
     else
@@ -482,17 +484,19 @@ void MainWindow::exportAll()
     if (dialog.exec() != QDialog::Accepted)
         return;
     m_exportFolder = dialog.folder();
-    int files = 0;
-    for (widgets::ResultView* v : m_views) {
-        const auto outcome =
-            widgets::exportView(*v, dialog.folder(), dialog.stem() + v->viewId(), dialog.options(), currentSpecJson());
-        if (!outcome.ok()) {
-            QMessageBox::warning(this, QStringLiteral("Export failed"), outcome.error);
-            return;
-        }
-        files += static_cast<int>(outcome.written.size());
+    // One set: written beside the folder's files and renamed in only when every file is written,
+    // so a full disk or a failed view leaves the previous export whole.
+    const QString prefix = dialog.stem();
+    const std::vector<widgets::ResultView*> views(m_views.begin(), m_views.end());
+    const auto outcome = widgets::exportViews(
+        views, dialog.folder(), [&](const widgets::ResultView& v) { return prefix + v.viewId(); }, dialog.options(),
+        currentSpecJson());
+    if (!outcome.ok()) {
+        QMessageBox::warning(this, QStringLiteral("Export failed"),
+                             outcome.error + QStringLiteral("\nNothing in %1 was changed.").arg(dialog.folder()));
+        return;
     }
-    setMessage(QStringLiteral("wrote %1 files to %2").arg(files).arg(dialog.folder()), false);
+    setMessage(QStringLiteral("wrote %1 files to %2").arg(outcome.written.size()).arg(dialog.folder()), false);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

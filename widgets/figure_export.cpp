@@ -2,11 +2,15 @@
 // Export through QCustomPlot's own PDF/PNG writers and a QCPPainter on QSvgGenerator, then atomic renames.
 #include "widgets/figure_export.h"
 
+#include "core/io/fault.h"
+#include "core/io/staged_dir.h"
 #include "widgets/result_view.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QSaveFile>
 #include <QSvgGenerator>
+#include <QTemporaryDir>
 #include <QTemporaryFile>
 
 #include <cmath>
@@ -47,8 +51,12 @@ QString writeViaTemporary(const QString& target, const std::function<bool(const 
         return QStringLiteral("%1: cannot write (%2)").arg(target, temp.errorString());
     const QString tempPath = temp.fileName();
     temp.close();
-    if (!write(tempPath))
-        return QStringLiteral("%1: the figure could not be rendered").arg(target);
+    const QString folder = QFileInfo(target).absolutePath();
+    if (io::faultFailsWrite(QFileInfo(target).fileName().toStdString()))
+        return QStringLiteral("%1: cannot write (No space left on device)").arg(target);
+    if (!write(tempPath)) // the writers (libpng, the PDF engine) do not say why; a full disk is the usual one
+        return QStringLiteral("%1: the figure could not be written%2")
+            .arg(target, QString::fromStdString(io::spaceNote(folder.toStdString())));
     // rename(2) replaces the target atomically; QFile::rename would refuse an existing one.
     if (std::rename(QFile::encodeName(tempPath).constData(), QFile::encodeName(target).constData()) != 0)
         return QStringLiteral("%1: cannot replace (%2)").arg(target, QString::fromLocal8Bit(std::strerror(errno)));
@@ -58,6 +66,8 @@ QString writeViaTemporary(const QString& target, const std::function<bool(const 
 
 QString saveText(const QString& path, const QByteArray& contents)
 {
+    if (io::faultFailsWrite(QFileInfo(path).fileName().toStdString()))
+        return QStringLiteral("%1: cannot write (No space left on device)").arg(path);
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || file.write(contents) != contents.size() || !file.commit())
         return QStringLiteral("%1: cannot write (%2)").arg(path, file.errorString());
@@ -140,6 +150,41 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
 
     plot->applyPaperStyle(livePointSize);
     plot->replot(QCustomPlot::rpQueuedReplot);
+    return out;
+}
+
+ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& dir,
+                          const std::function<QString(const ResultView&)>& stemFor, const ExportOptions& options,
+                          const QByteArray& specJson)
+{
+    ExportOutcome out;
+    if (!QDir().mkpath(dir)) {
+        out.error = QStringLiteral("%1: cannot create the folder").arg(dir);
+        return out;
+    }
+    QTemporaryDir staging(QDir(dir).filePath(QStringLiteral(".kvlens-export-XXXXXX")));
+    if (!staging.isValid()) {
+        out.error = QStringLiteral("%1: cannot write into the folder (%2)").arg(dir, staging.errorString());
+        return out;
+    }
+    QStringList staged;
+    for (ResultView* view : views) {
+        const ExportOutcome one = exportView(*view, staging.path(), stemFor(*view), options, specJson);
+        if (!one.ok()) {
+            // Name the file as the user will look for it, not its staging copy.
+            out.error = QString(one.error).replace(staging.path(), QDir(dir).absolutePath());
+            return out; // the staging folder goes with `staging`; nothing in `dir` changed
+        }
+        staged << one.written;
+    }
+    for (const QString& path : staged) {
+        const QString target = QDir(dir).filePath(QFileInfo(path).fileName());
+        if (std::rename(QFile::encodeName(path).constData(), QFile::encodeName(target).constData()) != 0) {
+            out.error = QStringLiteral("%1: cannot replace (%2)").arg(target, QString::fromLocal8Bit(std::strerror(errno)));
+            return out;
+        }
+        out.written << target;
+    }
     return out;
 }
 

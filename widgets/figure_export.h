@@ -6,6 +6,9 @@
 #include <QString>
 #include <QStringList>
 
+#include <functional>
+#include <vector>
+
 namespace kvlens::widgets {
 
 class ResultView;
@@ -40,5 +43,14 @@ struct ExportOutcome {
 /// temporary beside it and renamed into place, so a failure leaves any older file intact.
 ExportOutcome exportView(ResultView& view, const QString& dir, const QString& stem, const ExportOptions& options,
                          const QByteArray& specJson);
+
+/// Exports several views into `dir` as one set (the window's Export all, and Export view): every
+/// file is written into a staging folder inside `dir` first, and only when all of them are written
+/// are they renamed into place. A failure (a full disk, a view still computing) leaves the files
+/// already in `dir` as they were and names the file and the reason. `stemFor(view)` gives each
+/// view's file stem.
+ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& dir,
+                          const std::function<QString(const ResultView&)>& stemFor, const ExportOptions& options,
+                          const QByteArray& specJson);
 
 } // namespace kvlens::widgets

@@ -255,6 +255,46 @@ private slots:
         QVERIFY(QFileInfo(dir.filePath(QStringLiteral("fig.pdf/keep"))).isDir());
     }
 
+    void exportingSeveralViewsIsOneSet()
+    {
+        // The window's Export all: a failure in the last view (here an injected full disk) leaves
+        // every file already in the folder as it was, and no staging folder behind.
+        QTemporaryDir dir;
+        ShannonPhiView shannon;
+        KlDistributionView kl;
+        shannon.setData(m_data);
+        kl.setData(m_data);
+        ExportOptions options;
+        options.pdf = options.svg = false;
+        const std::vector<ResultView*> views{&shannon, &kl};
+        auto stem = [](const ResultView& v) { return QStringLiteral("p_") + v.viewId(); };
+        const QString oldCsv = dir.filePath(QStringLiteral("p_shannon_phi.csv"));
+        {
+            QFile f(oldCsv);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("the previous export\n");
+        }
+        qputenv("KVLENS_FAULT", "enospc:p_kl_distribution.csv");
+        const auto failed = exportViews(views, dir.path(), stem, options, QByteArray("{}"));
+        qunsetenv("KVLENS_FAULT");
+        QVERIFY(!failed.ok());
+        QVERIFY2(failed.error.contains(dir.filePath(QStringLiteral("p_kl_distribution.csv")))
+                     && failed.error.contains(QStringLiteral("No space left on device")),
+                 qPrintable(failed.error));
+        QFile old(oldCsv);
+        QVERIFY(old.open(QIODevice::ReadOnly));
+        QCOMPARE(old.readAll(), QByteArray("the previous export\n"));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList{QStringLiteral("p_shannon_phi.csv")});
+
+        const auto done = exportViews(views, dir.path(), stem, options, QByteArray("{}"));
+        QVERIFY2(done.ok(), qPrintable(done.error));
+        QCOMPARE(done.written.size(), 2 * 3); // png, csv, spec.json of each view
+        QVERIFY(done.written.contains(oldCsv));
+        QVERIFY(QFile(oldCsv).size() > 100); // replaced by the view's data
+        QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).size(), 6);
+    }
+
 private:
     ViewData m_data;
 };
