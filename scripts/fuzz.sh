@@ -3,8 +3,8 @@
 # Builds the libFuzzer targets with Clang into build-fuzz/ and runs each for a bounded time; non-zero on any finding.
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
-# Seeds: tests/data and resources/examples (tensor files), resources/presets and resources/examples
-# (specs), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
+# Seeds: tests/data and resources/examples (tensor files), resources/presets, resources/examples and
+# tests/data/spec_*.json (specs, the hostile ones included), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
 # (default 2) at a time, one core each. Crashing inputs are kept in <fuzz dir>/artifacts/<target>/ and
 # each run's log in <fuzz dir>/fuzz_<target>.log.
 # The targets are built in the ASan tree (build-asan/fuzz/, preset "asan", whose kvlens_core already
@@ -45,7 +45,7 @@ fuzz_one() {
   local target=$1 corpus="$work/$1" artifacts="$fuzz_dir/artifacts/$1" log="$fuzz_dir/fuzz_$1.log"
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
-    cp resources/presets/*.json resources/examples/*.json "$corpus"/
+    cp resources/presets/*.json resources/examples/*.json tests/data/spec_*.json "$corpus"/
   else
     find tests/data resources/examples -maxdepth 1 -type f ! -name '*.md' ! -name '*.json' -exec cp {} "$corpus"/ \;
   fi

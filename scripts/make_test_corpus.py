@@ -242,6 +242,13 @@ def main():
     write("st_deep_offsets.safetensors", safetensors(
         [], header_text='{"a":{"dtype":"F32","shape":[4],"data_offsets":[%s,16]}}' % deep, extra=four))
 
+    # ---- Hostile specs (also fuzz seeds of fuzz_spec): each must be refused in one line ----------
+    write("spec_deep_nesting.json", ('{"d": %s}' % deep).encode())
+    write("spec_deep_value.json", ('{"name": %s}' % ("[" * 60 + "]" * 60)).encode())
+    write("spec_duplicate_keys.json", b'{"d": 64, "tokens": 256, "d": 128}')
+    write("spec_int_overflow.json", b'{"d": 1e308}')
+    write("spec_control_name.json", b'{"name": "run\\u001b[2J\\r"}')
+
     # ---- K/V/Q example: heads x tokens x head_dim = 2 x 64 x 32, float32 ---------------------
     shape = [2, 64, 32]
     n = product(shape)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cfloat>
@@ -71,23 +72,35 @@ std::string fileIdentity(const std::string& path)
 }
 
 /// Parsed headers of the last files inspected: a header with a million metadata keys is parsed
-/// once, not once for each tensor, normalization and trial group.
+/// once, not once for each tensor, normalization and trial group (32 s before, for such a file).
+struct HeaderCache {
+    std::mutex mutex;
+    std::map<std::string, io::TensorFileInfo> entries;
+    std::atomic<long long> parses{0};
+};
+
+HeaderCache& headers()
+{
+    static HeaderCache cache;
+    return cache;
+}
+
 Result<io::TensorFileInfo> inspectCached(const std::string& path)
 {
-    static std::mutex mutex;
-    static std::map<std::string, io::TensorFileInfo> entries;
+    HeaderCache& c = headers();
     const std::string key = fileIdentity(path);
     {
-        const std::lock_guard lock(mutex);
-        if (auto it = entries.find(key); !key.empty() && it != entries.end())
+        const std::lock_guard lock(c.mutex);
+        if (auto it = c.entries.find(key); !key.empty() && it != c.entries.end())
             return it->second;
     }
+    c.parses.fetch_add(1);
     auto file = io::inspectTensorFile(path);
     if (file && !key.empty()) {
-        const std::lock_guard lock(mutex);
-        if (entries.size() >= 8)
-            entries.clear();
-        entries.emplace(key, *file);
+        const std::lock_guard lock(c.mutex);
+        if (c.entries.size() >= 8)
+            c.entries.clear();
+        c.entries.emplace(key, *file);
     }
     return file;
 }
@@ -468,6 +481,13 @@ Result<SliceIndex> sliceFor(const std::vector<std::int64_t>& shape, std::int64_t
 void clearImportCache()
 {
     cache().clear();
+    const std::lock_guard lock(headers().mutex);
+    headers().entries.clear();
+}
+
+long long importHeaderParses()
+{
+    return headers().parses.load();
 }
 
 } // namespace kvlens

@@ -38,8 +38,12 @@ struct SliceIndex {
 Result<SliceIndex> sliceFor(const std::vector<std::int64_t>& shape, std::int64_t head, std::int64_t batch,
                             std::int64_t layer, const std::string& field);
 
-/// Drops every cached tensor (the cache holds the last files read, keyed by path, size and
-/// modification time, so repeated seeds do not re-read them).
+/// Drops every cached header and slice (the caches hold the last files read, keyed by path, inode,
+/// size and modification time, so repeated normalizations and runs do not re-read them).
 void clearImportCache();
+
+/// How many times a tensor file's header(s) were parsed by the imported regime in this process:
+/// once per file and version of it, however many tensors, normalizations and draws use it.
+long long importHeaderParses();
 
 } // namespace kvlens

@@ -8,6 +8,7 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -148,6 +149,37 @@ private slots:
             QVERIFY(!QDir(out).exists());
             QVERIFY2(leftovers(dir.path()).isEmpty(), qPrintable(leftovers(dir.path()).join(' ')));
         }
+    }
+
+    void theHostileSpecCorpusIsRefused_data()
+    {
+        // tests/data/README.md, "Hostile specs": file and what the message must contain.
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QByteArray>("mention");
+        QFile readme(QStringLiteral(KVLENS_TEST_DATA_DIR "/README.md"));
+        QVERIFY(readme.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(readme.readAll());
+        const QString section = text.mid(text.indexOf(QLatin1String("## Hostile specs")));
+        static const QRegularExpression row(QStringLiteral("^\\| `(spec_[^`]+\\.json)` \\|[^|]*\\| `([^`]+)` \\|$"),
+                                            QRegularExpression::MultilineOption);
+        int rows = 0;
+        for (auto it = row.globalMatch(section); it.hasNext(); ++rows) {
+            const auto m = it.next();
+            QTest::newRow(qPrintable(m.captured(1))) << m.captured(1) << m.captured(2).toUtf8();
+        }
+        QVERIFY(rows >= 5);
+    }
+    void theHostileSpecCorpusIsRefused()
+    {
+        QFETCH(QString, file);
+        QFETCH(QByteArray, mention);
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens(batchArgs(QStringLiteral(KVLENS_TEST_DATA_DIR "/") + file, out));
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(mention), r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1);
+        QVERIFY(!QDir(out).exists());
     }
 
     void devicesAndFifosAreNeverRead()
