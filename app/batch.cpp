@@ -21,12 +21,11 @@
 #include <QDir>
 #include <QWidget>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <optional>
 #include <ostream>
+#include <sstream>
 
 namespace kvlens::app {
 
@@ -133,6 +132,8 @@ Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options)
     return checked;
 }
 
+namespace {
+
 std::string refusalText(const BatchOptions& options, const Error& error)
 {
     // A refusal found while running (NaN in a tensor, no spare calibration rows) reads like one found
@@ -146,6 +147,8 @@ int exitStatusFor(const Error& error)
 {
     return error.field == "run" ? kExitFailed : kExitRefused;
 }
+
+} // namespace
 
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
 {

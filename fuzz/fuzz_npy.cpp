@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the .npy header parser and payload decoder on arbitrary bytes, with consistency checks.
 #include "core/io/npy.h"
+#include "fuzz/slice_check.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <span>
 
 using namespace kvlens::io;
+using kvlens::fuzz::checkLastRowSlice;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
@@ -28,5 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto tensor = decodeTensor(bytes.subspan(t.dataOffset), t, "fuzz.npy", limits);
     if (tensor && tensor->data.size() != static_cast<std::size_t>(t.elementCount()))
         std::abort();
+    if (tensor)
+        checkLastRowSlice(bytes, t, *tensor, "fuzz.npy", limits);
     return 0;
 }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the safetensors header parser and payload decoder on arbitrary bytes, with consistency checks.
 #include "core/io/safetensors.h"
+#include "fuzz/slice_check.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 
 using namespace kvlens::io;
+using kvlens::fuzz::checkLastRowSlice;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
@@ -27,6 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto tensor = decodeTensor(bytes.subspan(t.dataOffset, t.dataBytes), t, "fuzz.safetensors", limits);
         if (tensor && tensor->data.size() != static_cast<std::size_t>(t.elementCount()))
             std::abort();
+        if (tensor)
+            checkLastRowSlice(bytes, t, *tensor, "fuzz.safetensors", limits);
     }
     if (covered != 0 && covered != size)
         std::abort();
