@@ -21,8 +21,9 @@ const char* const kHeaders[] = {"scheme", "n", "d_eff K; V", "Var(ŝ−s) measur
 
 const char* const kTooltips[] = {
     "Scheme.", "Bit budget.",
-    "SpectralQuant's effective dimension (first seed): the participation ratio (Σλ)²/Σλ² and the spectral-gap "
-    "rule's cut; the starred one decided how many eigen-coordinates are modelled.",
+    // One sentence over two lines (the parentheses tell Clang the concatenation is meant).
+    ("SpectralQuant's effective dimension (first seed): the participation ratio (Σλ)²/Σλ² and the spectral-gap "
+     "rule's cut; the starred one decided how many eigen-coordinates are modelled."),
     "Variance of the key path's score error over all (query, key) pairs.",
     "Closed-form prediction from the codebook distortion (n/a for quantizers without one).",
     "How well the isotropic-error theory holds for this data (1 = exactly).",
