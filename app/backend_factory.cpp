@@ -7,6 +7,17 @@
 
 namespace kvlens::app {
 
+void applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device)
+{
+    if (!backend.empty())
+        spec.backend = backend;
+    if (!device.empty()) {
+        spec.device = device;
+        if (backend.empty())
+            spec.backend = "opencl";
+    }
+}
+
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads)
 {
     BackendChoice choice;

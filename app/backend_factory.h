@@ -26,6 +26,11 @@ struct BackendChoice {
 /// `threads` caps the CPU backend's worker threads (0: one per core).
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads = 0);
 
+/// The --backend and --device options applied to a spec, alike for the window and the headless
+/// runs: a non-empty `backend` replaces spec.backend; a non-empty `device` names the OpenCL device
+/// and, without `backend`, means "opencl".
+void applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device);
+
 /// The backends of a session, one per (kind, device, threads), so that a window re-running
 /// after every edit opens each OpenCL device (context, queues, programs) once rather than once
 /// per run. Not thread-safe: it belongs to the thread that runs experiments.

@@ -117,14 +117,7 @@ Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options)
                                                                 : loadSpecFile(options.specPath);
     if (!spec)
         return spec;
-    // --backend / --device override the spec, as in the window.
-    if (!options.backend.empty())
-        spec->backend = options.backend;
-    if (!options.device.empty()) {
-        spec->device = options.device;
-        if (options.backend.empty())
-            spec->backend = "opencl";
-    }
+    applyBackendOptions(*spec, options.backend, options.device); // as in the window
     auto checked = normalizeSpec(*spec);
     if (!checked)
         return Error{(options.specPath == "default" ? std::string() : options.specPath + ": ") + checked.error().field,

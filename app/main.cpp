@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // kvlens entry point: subcommands that need no window first, then batch mode or the GUI.
+#include "app/backend_factory.h"
 #include "app/batch.h"
 #include "app/codebook_command.h"
 #include "app/main_window.h"
@@ -267,12 +268,8 @@ int run(int argc, char** argv)
     }
     // --backend and --device apply to the window's spec as they do to a batch run's.
     auto withBackend = [&](kvlens::ExperimentSpec spec) {
-        if (parser.isSet(deviceOption)) {
-            spec.backend = "opencl";
-            spec.device = parser.value(deviceOption).toStdString();
-        } else if (parser.isSet(backendOption)) {
-            spec.backend = parser.value(backendOption).toStdString();
-        }
+        kvlens::app::applyBackendOptions(spec, parser.value(backendOption).toStdString(),
+                                         parser.value(deviceOption).toStdString());
         return spec;
     };
     if (parser.isSet(specOption)) {

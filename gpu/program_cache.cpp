@@ -2,6 +2,7 @@
 // Program binary cache on disk.
 #include "gpu/program_cache.h"
 
+#include "core/common/hash.h"
 #include "core/io/atomic_file.h"
 
 #include <cstdio>
@@ -24,11 +25,7 @@ std::string programCacheDirectory()
 
 std::string fnv1aHex(const std::string& text)
 {
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (unsigned char c : text) {
-        h ^= c;
-        h *= 0x100000001b3ULL;
-    }
+    const std::uint64_t h = fnv1a64(text);
     char buffer[17];
     std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(h));
     return buffer;

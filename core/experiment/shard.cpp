@@ -42,16 +42,6 @@ Result<ShardId> parseShard(std::string_view text)
     return ShardId{static_cast<int>(*index), static_cast<int>(*count)};
 }
 
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash)
-{
-    constexpr std::uint64_t kPrime = 0x00000100000001b3ULL;
-    for (const char c : bytes) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= kPrime;
-    }
-    return hash;
-}
-
 namespace {
 
 /// Little-endian writer of the binary formats (ids and trials.bin).

@@ -2,6 +2,7 @@
 // Sharding a run over machines: trial identities, the shard assignment, manifests, the trials file, merging.
 #pragma once
 
+#include "core/common/hash.h"
 #include "core/common/result.h"
 #include "core/experiment/result.h"
 #include "core/experiment/runner.h"
@@ -27,9 +28,6 @@ inline constexpr int kMaxShards = 1000000;
 /// and its message gives the allowed range.
 Result<ShardId> parseShard(std::string_view text);
 
-/// 64-bit FNV-1a (Fowler, Noll, Vo) of `bytes`, continuing from `hash`.
-inline constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFnvOffsetBasis);
 
 /// Stable identity of what a normalized spec computes: FNV-1a of specToJson of the spec with
 /// the fields that do not change results neutralised (name, backend, device, memory_limit_mb),

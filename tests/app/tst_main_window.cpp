@@ -38,6 +38,23 @@ ExperimentSpec small(int seeds = 2)
 class TestMainWindow : public QObject {
     Q_OBJECT
 private slots:
+    void backendOptionsMeanTheSameInTheWindowAndInBatch()
+    {
+        // One rule for both (it was written twice, and disagreed on --backend auto --device 0).
+        auto applied = [](const char* backend, const char* device) {
+            kvlens::ExperimentSpec spec = kvlens::defaultSpec();
+            spec.backend = "cpu";
+            spec.device = "old";
+            kvlens::app::applyBackendOptions(spec, backend, device);
+            return spec.backend + "|" + spec.device;
+        };
+        QCOMPARE(applied("", ""), std::string("cpu|old"));
+        QCOMPARE(applied("auto", ""), std::string("auto|old"));
+        QCOMPARE(applied("", "1"), std::string("opencl|1"));
+        QCOMPARE(applied("auto", "0"), std::string("auto|0"));
+        QCOMPARE(applied("cpu", "pthread"), std::string("cpu|pthread"));
+    }
+
     void initTestCase() { initKvlensResources(); }
 
     void runPopulatesEveryView()
