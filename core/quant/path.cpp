@@ -5,7 +5,7 @@
 #include "core/quant/norm_quantizer.h"
 #include "core/quant/qjl.h"
 #include "core/quant/wht.h"
-#include "core/regimes/regime.h"
+#include "core/rng/random_matrix.h"
 
 #include <algorithm>
 #include <cassert>

@@ -104,23 +104,6 @@ void fillGaussian(RowMatrixXf& m, Eigen::Index rows, Eigen::Index cols, Rng& rng
     rng.fillNormal(m.data(), static_cast<std::size_t>(m.size()));
 }
 
-Eigen::MatrixXd randomOrthonormal(int d, int r, Rng& rng)
-{
-    assert(r >= 1 && r <= d);
-    Eigen::MatrixXd g(d, r);
-    for (int i = 0; i < d; ++i)
-        for (int j = 0; j < r; ++j)
-            g(i, j) = rng.normal();
-    Eigen::HouseholderQR<Eigen::MatrixXd> qr(g);
-    Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
-    // Fix the signs (R with a positive diagonal) so the basis is Haar-distributed.
-    const Eigen::MatrixXd& rr = qr.matrixQR();
-    for (int j = 0; j < r; ++j)
-        if (rr(j, j) < 0.0)
-            q.col(j) = -q.col(j);
-    return q;
-}
-
 const std::vector<const Regime*>& allRegimes()
 {
     static const std::vector<const Regime*> regimes = builtinRegimes();

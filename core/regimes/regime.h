@@ -4,6 +4,7 @@
 
 #include "core/common/result.h"
 #include "core/common/types.h"
+#include "core/rng/random_matrix.h" // randomOrthonormal, for the regimes
 #include "core/rng/rng.h"
 
 #include <cstdint>
@@ -107,7 +108,5 @@ const std::string& paramText(const RegimeParams& params, std::string_view key);
 /// Fills `m` (rows x cols) with N(0, 1) draws from `rng`, row by row.
 void fillGaussian(RowMatrixXf& m, Eigen::Index rows, Eigen::Index cols, Rng& rng);
 
-/// A d x r matrix with orthonormal columns, the Q factor of a Gaussian matrix (Haar-distributed).
-Eigen::MatrixXd randomOrthonormal(int d, int r, Rng& rng);
 
 } // namespace kvlens
