@@ -4,6 +4,7 @@
 
 #include "app/backend_factory.h"
 #include "app/interrupt.h"
+#include "app/progress_line.h"
 #include "core/experiment/boundary_decisions.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/shard.h"
@@ -30,34 +31,6 @@
 namespace kvlens::app {
 
 namespace {
-
-/// Progress line on stderr, at most ten updates a second; Ctrl-C cancels.
-class BatchProgress final : public Progress {
-public:
-    BatchProgress(std::ostream& err, bool quiet) : m_err(err), m_quiet(quiet) {}
-
-    void report(long long done, long long total) override
-    {
-        if (m_quiet)
-            return;
-        const auto now = std::chrono::steady_clock::now();
-        if (done < total && now - m_last < std::chrono::milliseconds(100))
-            return;
-        m_last = now;
-        const double seconds = std::chrono::duration<double>(now - m_start).count();
-        char line[128];
-        std::snprintf(line, sizeof line, "\rkvlens: %lld/%lld trials (%3.0f%%)  %.1f s", done, total,
-                      total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, seconds);
-        m_err << line << (done == total ? "\n" : "") << std::flush;
-    }
-    bool cancelled() const override { return InterruptScope::interrupted(); }
-
-private:
-    std::ostream& m_err;
-    bool m_quiet;
-    std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point m_last{};
-};
 
 /// A shard's directory: the spec, its trials' CSVs, trials.bin, then manifest.json — written
 /// last, so a directory with a manifest holds a complete shard.
@@ -179,7 +152,7 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     if (!backend.warning.empty() && spec->backend == "opencl")
         err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
     const InterruptScope interrupts;
-    BatchProgress progress(err, options.quiet);
+    ProgressLine progress(err, options.quiet);
     Result<ResultSet> results =
         runExperiment(*spec, *backend.backend, &progress, shard ? shardFilter(*spec, *shard) : TrialFilter{});
     if (!results) {
@@ -343,7 +316,7 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
             return Error{"backend", backend.warning};
         if (!options.quiet)
             err << "kvlens: validation run: " << what << " (" << backend.label << ")\n";
-        BatchProgress progress(err, options.quiet);
+        ProgressLine progress(err, options.quiet);
         auto r = runExperiment(s, *backend.backend, &progress);
         if (r)
             r->backend = backend.backend->name();

@@ -5,6 +5,7 @@
 #include "app/backend_factory.h"
 #include "app/batch.h"
 #include "app/interrupt.h"
+#include "app/progress_line.h"
 #include "core/io/staged_dir.h"
 #include "core/experiment/claims.h"
 #include "core/experiment/runner.h"
@@ -55,37 +56,6 @@ const std::vector<ReproducePreset>& reproducePresets()
 
 namespace {
 
-
-/// One progress line per preset on stderr, at most ten updates a second; Ctrl-C cancels.
-class StepProgress final : public Progress {
-public:
-    StepProgress(std::ostream& err, bool quiet, std::string prefix, std::chrono::steady_clock::time_point start)
-        : m_err(err), m_quiet(quiet), m_prefix(std::move(prefix)), m_start(start)
-    {
-    }
-
-    void report(long long done, long long total) override
-    {
-        if (m_quiet)
-            return;
-        const auto now = std::chrono::steady_clock::now();
-        if (done < total && now - m_last < std::chrono::milliseconds(100))
-            return;
-        m_last = now;
-        char line[256];
-        std::snprintf(line, sizeof line, "\rkvlens: %s %lld/%lld trials  %.1f s", m_prefix.c_str(), done, total,
-                      std::chrono::duration<double>(now - m_start).count());
-        m_err << line << (done == total ? "\n" : "") << std::flush;
-    }
-    bool cancelled() const override { return InterruptScope::interrupted(); }
-
-private:
-    std::ostream& m_err;
-    bool m_quiet;
-    std::string m_prefix;
-    std::chrono::steady_clock::time_point m_start;
-    std::chrono::steady_clock::time_point m_last{};
-};
 
 /// The sizes a preset runs at: as shipped, the papers' (--full), or shrunk (tests).
 ExperimentSpec sized(ExperimentSpec spec, const ReproduceOptions& o)
@@ -333,7 +303,7 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
         BackendChoice backend = makeBackend(*spec, options.threads);
         char prefix[160];
         std::snprintf(prefix, sizeof prefix, "reproduce [%zu/%zu] %s:", i + 1, presets.size(), stem(preset.file).c_str());
-        StepProgress progress(err, options.quiet, prefix, start);
+        ProgressLine progress(err, options.quiet, prefix, start);
         const auto t0 = std::chrono::steady_clock::now();
         Result<ResultSet> results = runExperiment(*spec, *backend.backend, &progress);
         if (!results) {

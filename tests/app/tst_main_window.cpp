@@ -2,6 +2,7 @@
 // The main window: a run populates every view; a change mid-run cancels the old run; closing mid-run does not hang;
 // runs reuse one backend per kind and device.
 #include "app/backend_factory.h"
+#include "app/progress_line.h"
 #include "app/experiment_worker.h"
 #include "app/main_window.h"
 #include "app/resources.h"
@@ -38,6 +39,18 @@ ExperimentSpec small(int seeds = 2)
 class TestMainWindow : public QObject {
     Q_OBJECT
 private slots:
+    void theProgressLineGivesTheEta()
+    {
+        using kvlens::app::ProgressLine;
+        // Half done in 1 s of this run: 1 s to go.
+        QCOMPARE(ProgressLine::text("", 36, 72, 1.0, 1.0), std::string("kvlens: 36/72 trials (50%)  1.0 s, ETA 1.0 s"));
+        // A later preset of --reproduce: the clock is the whole command's, the rate this run's.
+        QCOMPARE(ProgressLine::text("reproduce [2/3] a:", 10, 40, 30.0, 2.0),
+                 std::string("kvlens: reproduce [2/3] a: 10/40 trials (25%)  30.0 s, ETA 6.0 s"));
+        QCOMPARE(ProgressLine::text("", 72, 72, 2.5, 2.5), std::string("kvlens: 72/72 trials (100%)  2.5 s"));
+        QCOMPARE(ProgressLine::text("", 0, 72, 0.1, 0.1), std::string("kvlens: 0/72 trials (0%)  0.1 s"));
+    }
+
     void backendOptionsMeanTheSameInTheWindowAndInBatch()
     {
         // One rule for both (it was written twice, and disagreed on --backend auto --device 0).
