@@ -5,7 +5,7 @@
 #include "app/backend_factory.h"
 #include "app/interrupt.h"
 #include "app/progress_line.h"
-#include "core/experiment/boundary_decisions.h"
+#include "app/validation_run.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/shard.h"
 #include "core/experiment/spec_json.h"
@@ -298,59 +298,34 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
         err << "kvlens: " << staged.error().text() << "\n";
         return kExitRefused;
     }
-    ExperimentSpec reference = *spec;
-    reference.backend = "cpu";
-    ExperimentSpec implementation = *spec;
-    implementation.backend = "opencl";
-    if (!options.device.empty())
-        implementation.device = options.device;
-    ExperimentSpec other = reference;
-    other.engine = spec->engine == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64;
-
     const InterruptScope interrupts;
-    auto runOne = [&](const ExperimentSpec& s, const char* what, std::string* fallback) -> Result<ResultSet> {
-        BackendChoice backend = makeBackend(s, options.threads);
-        if (fallback)
-            *fallback = backend.warning;
-        if (fallback && !backend.warning.empty())
-            return Error{"backend", backend.warning};
-        if (!options.quiet)
-            err << "kvlens: validation run: " << what << " (" << backend.label << ")\n";
-        ProgressLine progress(err, options.quiet);
-        auto r = runExperiment(s, *backend.backend, &progress);
-        if (r)
-            r->backend = backend.backend->name();
-        return r;
-    };
-    auto ref = runOne(reference, "reference", nullptr);
-    std::string fallback;
-    auto impl = ref ? runOne(implementation, "implementation", &fallback) : Result<ResultSet>(Error{"", ""});
-    auto seed = ref ? runOne(other, "other RNG", nullptr) : Result<ResultSet>(Error{"", ""});
-    for (const auto* r : {&ref, &seed}) {
-        if (!*r) {
-            err << "kvlens: " << refusalText(options, r->error()) << "\n";
-            return exitStatusFor(r->error());
-        }
-        if ((*r)->cancelled || InterruptScope::interrupted()) {
-            err << "\nkvlens: " << InterruptScope::what() << "; nothing written\n";
-            return InterruptScope::exitStatus();
-        }
+    BackendPool pool;
+    std::optional<ProgressLine> line;
+    ValidationRun run = runValidationSet(*spec, options.device, pool, options.threads,
+                                         [&](int, const std::string& label) -> Progress* {
+                                             if (!options.quiet)
+                                                 err << "kvlens: validation run: " << label << "\n";
+                                             line.emplace(err, options.quiet);
+                                             return &*line;
+                                         });
+    if (run.failure) {
+        err << "kvlens: " << refusalText(options, *run.failure) << "\n";
+        return exitStatusFor(*run.failure);
     }
-    // A trial beyond the tolerance counts against the implementation only when none of its
-    // decisions sits on a rounding boundary (a norm on an fp16 midpoint, a QJL projection at zero).
-    const ExperimentSpec& ranSpec = ref->spec;
-    stats::ValidationReport report = stats::validateRuns(
-        *ref, impl ? &impl.value() : nullptr, *seed, 1e-4,
-        [&ranSpec](const TrialResult& t) { return trialBoundaryDecisions(ranSpec, t.key); });
-    if (!impl) {
-        report.implementationNote = fallback.empty() ? impl.error().text() : fallback;
+    if (run.cancelled || InterruptScope::interrupted()) {
+        err << "\nkvlens: " << InterruptScope::what() << "; nothing written\n";
+        return InterruptScope::exitStatus();
+    }
+    const stats::ValidationReport& report = run.report;
+    const ResultSet& ref = *run.reference;
+    const bool compared = report.implementationRan;
+    if (!compared)
         err << "kvlens: --validate compared nothing: no OpenCL implementation to compare with the CPU ("
             << report.implementationNote << "); only the RNG check ran (exit status " << kExitNotCompared << ")\n";
-    }
     const std::string dir = staged->path() + "/";
     int written = 0;
     for (const auto& [name, contents] : {std::pair<std::string, std::string>{"spec.json", specToJson(*spec) + "\n"},
-                                         {"validation.csv", stats::validationCsv(*ref, report)}}) {
+                                         {"validation.csv", stats::validationCsv(ref, report)}}) {
         if (auto file = writeFileAtomic(dir + name, contents); !file) {
             err << "kvlens: " << file.error().text() << staged->spaceNote() << "\n";
             written = kExitFailed;
@@ -358,10 +333,10 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
         }
     }
     const std::string text =
-        stats::validationText(*ref, report) + "wrote " + options.outDir + "/{spec.json, validation.csv}\n";
+        stats::validationText(ref, report) + "wrote " + options.outDir + "/{spec.json, validation.csv}\n";
     if (const int status = finishRun(*staged, written, text, out, err); status != 0)
         return status;
-    if (!impl)
+    if (!compared)
         return kExitNotCompared;
     return report.implementationDifferences() > 0 ? kExitDifferent : kExitOk;
 }

@@ -3,10 +3,12 @@
 #include "app/experiment_worker.h"
 
 #include "app/backend_factory.h"
+#include "app/validation_run.h"
 #include "core/experiment/runner.h"
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 namespace kvlens::app {
@@ -115,45 +117,24 @@ void ExperimentWorker::validate(quint64 id, const kvlens::ExperimentSpec& spec)
         const std::atomic<quint64>& m_generation;
         long long m_offset, m_total;
     };
-    ExperimentSpec reference = spec, implementation = spec, other = spec;
-    reference.backend = "cpu";
-    implementation.backend = "opencl";
-    other.backend = "cpu";
-    other.engine = spec.engine == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64;
     const long long each = spec.trialCount();
     emit started(id, QStringLiteral("validation"), 3 * each);
-    auto runOne = [&](const ExperimentSpec& s, long long offset, std::string* warning) -> Result<ResultSet> {
-        BackendChoice& backend = m_backends.get(s);
-        if (warning) {
-            *warning = backend.warning;
-            if (!backend.warning.empty())
-                return Error{"backend", backend.warning};
-        }
-        Relay relay(*this, id, *m_generation, offset, 3 * each);
-        auto r = runExperiment(s, *backend.backend, &relay);
-        if (r)
-            r->backend = backend.backend->name();
-        return r;
-    };
-    auto ref = runOne(reference, 0, nullptr);
-    std::string warning;
-    auto impl = ref ? runOne(implementation, each, &warning) : Result<ResultSet>(Error{"", ""});
-    auto seed = ref ? runOne(other, 2 * each, nullptr) : Result<ResultSet>(Error{"", ""});
-    if (m_generation->load() != id) {
+    std::optional<Relay> relay;
+    ValidationRun run = runValidationSet(spec, {}, m_backends, 0, [&](int index, const std::string&) -> Progress* {
+        relay.emplace(*this, id, *m_generation, index * each, 3 * each);
+        return &*relay;
+    });
+    if (run.cancelled || m_generation->load() != id) {
         emit validationFinished(id, widgets::ValidationData{}, QStringLiteral("cancelled"));
         return;
     }
-    for (const auto* r : {&ref, &seed})
-        if (!*r) {
-            emit validationFinished(id, widgets::ValidationData{}, QString::fromStdString(r->error().text()));
-            return;
-        }
-    auto report = std::make_shared<stats::ValidationReport>(
-        stats::validateRuns(*ref, impl ? &impl.value() : nullptr, *seed));
-    if (!impl)
-        report->implementationNote = warning.empty() ? impl.error().text() : warning;
+    if (run.failure) {
+        emit validationFinished(id, widgets::ValidationData{}, QString::fromStdString(run.failure->text()));
+        return;
+    }
+    auto report = std::make_shared<stats::ValidationReport>(std::move(run.report));
     widgets::ValidationData data;
-    data.reference = std::make_shared<const ResultSet>(std::move(ref).value());
+    data.reference = std::make_shared<const ResultSet>(std::move(*run.reference));
     data.report = std::move(report);
     emit validationFinished(id, data, QString());
 }
