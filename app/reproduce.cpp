@@ -7,7 +7,7 @@
 #include "app/interrupt.h"
 #include "app/progress_line.h"
 #include "core/io/staged_dir.h"
-#include "core/experiment/claims.h"
+#include "core/analysis/claims.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
 #include "core/io/atomic_file.h"

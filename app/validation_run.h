@@ -6,7 +6,7 @@
 #include "core/common/result.h"
 #include "core/experiment/result.h"
 #include "core/experiment/runner.h"
-#include "core/stats/validation.h"
+#include "core/analysis/validation.h"
 
 #include <functional>
 #include <optional>

@@ -2,7 +2,7 @@
 // Validation view (paper B): CPU vs OpenCL with the same RNG, and two RNGs, compared per metric.
 #pragma once
 
-#include "core/stats/validation.h"
+#include "core/analysis/validation.h"
 #include "widgets/result_view.h"
 
 #include <memory>

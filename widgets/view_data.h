@@ -3,9 +3,9 @@
 #pragma once
 
 #include "core/experiment/result.h"
-#include "core/metrics/figures.h"
-#include "core/stats/comparison.h"
-#include "core/stats/proxies.h"
+#include "core/analysis/figures.h"
+#include "core/analysis/comparison.h"
+#include "core/analysis/proxies.h"
 
 #include <QMetaType>
 

@@ -3,8 +3,6 @@
 target_sources(kvlens_core PRIVATE
   stats/bootstrap.cpp
   stats/bootstrap.h
-  stats/comparison.cpp
-  stats/comparison.h
   stats/energy.cpp
   stats/energy.h
   stats/holm.cpp
@@ -15,14 +13,10 @@ target_sources(kvlens_core PRIVATE
   stats/mann_whitney.h
   stats/p_value.cpp
   stats/p_value.h
-  stats/proxies.cpp
-  stats/proxies.h
   stats/ranks.cpp
   stats/ranks.h
   stats/spearman.cpp
   stats/spearman.h
-  stats/validation.cpp
-  stats/validation.h
   stats/wilcoxon.cpp
   stats/wilcoxon.h
 )

@@ -2,7 +2,7 @@
 // Attention and metric functions on hand-made cases with known answers.
 #include "core/attention/attention.h"
 #include "core/metrics/query_metrics.h"
-#include "core/metrics/summary.h"
+#include "core/analysis/summary.h"
 #include "core/metrics/vector_metrics.h"
 #include "common/approx.h"
 

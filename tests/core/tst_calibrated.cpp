@@ -5,7 +5,7 @@
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"
 #include "core/quant/token_policy.h"
-#include "core/stats/proxies.h"
+#include "core/analysis/proxies.h"
 #include "common/approx.h"
 
 #include <QTest>

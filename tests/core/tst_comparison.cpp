@@ -2,7 +2,7 @@
 // The comparison table on real runs: the headline KQV vs QKQV test, sign convention, Holm, pairs.
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
-#include "core/stats/comparison.h"
+#include "core/analysis/comparison.h"
 #include "core/stats/mann_whitney.h"
 #include "common/approx.h"
 

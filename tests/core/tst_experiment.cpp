@@ -2,7 +2,7 @@
 // The runner: determinism, cancellation, the memory guard, QJL's score-variance laws and paper A's orderings.
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
-#include "core/metrics/summary.h"
+#include "core/analysis/summary.h"
 #include "common/approx.h"
 
 #include <QTest>

@@ -2,7 +2,7 @@
 // Figure data: seed intervals, KL ECDFs and log bins, recall intervals, the theory rows.
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
-#include "core/metrics/figures.h"
+#include "core/analysis/figures.h"
 #include "common/approx.h"
 
 #include <QTest>

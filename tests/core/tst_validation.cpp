@@ -4,7 +4,7 @@
 #include "core/experiment/boundary_decisions.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/spec_json.h"
-#include "core/stats/validation.h"
+#include "core/analysis/validation.h"
 #include "common/approx.h"
 
 #include <QTest>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/stats/proxies.h"
+#include "core/analysis/proxies.h"
 
 #include "core/io/csv.h"
 #include "core/stats/spearman.h"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Comparison table: pairs x budgets, paired bootstrap of the median-KL ratio, rank tests, KS, energy, Holm.
-#include "core/stats/comparison.h"
+#include "core/analysis/comparison.h"
 
 #include "core/io/csv.h"
-#include "core/io/result_tables.h"
+#include "core/analysis/result_tables.h"
 #include "core/rng/rng.h"
 #include "core/stats/bootstrap.h"
 #include "core/stats/energy.h"

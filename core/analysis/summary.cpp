@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Aggregation of trials into the summary table.
-#include "core/metrics/summary.h"
+#include "core/analysis/summary.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Claim evaluation: pooled per-query and per-key samples, rank tests, bootstrap intervals, verdicts from stated criteria.
-#include "core/experiment/claims.h"
+#include "core/analysis/claims.h"
 
-#include "core/metrics/figures.h"
+#include "core/analysis/figures.h"
 #include "core/quant/wht.h"
 #include "core/regimes/regime.h"
 #include "core/rng/rng.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Histogram bins, ECDFs, seed intervals and the theory rows.
-#include "core/metrics/figures.h"
+#include "core/analysis/figures.h"
 
 #include <algorithm>
 #include <cmath>

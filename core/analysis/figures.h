@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/experiment/result.h"
-#include "core/metrics/summary.h"
+#include "core/analysis/summary.h"
 
 #include <array>
 #include <span>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Result tables as CSV text.
-#include "core/io/result_tables.h"
+#include "core/analysis/result_tables.h"
 
 #include "core/io/csv.h"
-#include "core/metrics/summary.h"
+#include "core/analysis/summary.h"
 
 namespace kvlens {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Validation table: paired agreement of two implementations, KS tests of two RNGs.
-#include "core/stats/validation.h"
+#include "core/analysis/validation.h"
 
 #include "core/io/csv.h"
 #include "core/stats/kolmogorov_smirnov.h"
