@@ -23,6 +23,7 @@ namespace {
 
 using kvlens::test::Run;
 using kvlens::test::runKvlens;
+using kvlens::test::waitStopped;
 
 QString writeFile(const QString& path, const QByteArray& bytes)
 {
@@ -114,21 +115,6 @@ void changeExample(const QTemporaryDir& dir)
     writeFile(path + QStringLiteral(".new"), bytes);
     QFile::remove(path);
     QFile::rename(path + QStringLiteral(".new"), path);
-}
-
-bool waitStopped(qint64 pid)
-{
-    for (int i = 0; i < 3000; ++i) {
-        QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
-        if (stat.open(QIODevice::ReadOnly)) {
-            const QByteArray text = stat.readAll();
-            const int close = text.lastIndexOf(')');
-            if (close > 0 && text.size() > close + 2 && text[close + 2] == 'T')
-                return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
 }
 
 QStringList batch(const QString& spec, const QString& out, const QStringList& more = {})

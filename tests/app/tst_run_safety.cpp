@@ -26,6 +26,7 @@ namespace {
 
 using kvlens::test::Run;
 using kvlens::test::runKvlens;
+using kvlens::test::waitStopped;
 
 QString writeFile(const QString& path, const QByteArray& contents)
 {
@@ -64,23 +65,6 @@ QStringList leftovers(const QString& dir)
         if (name.contains(QLatin1String(".kvlens-")) || name.contains(QLatin1String(".tmp")))
             out << name;
     return out;
-}
-
-/// True once /proc says `pid` is stopped (state T), polling for at most `ms`.
-bool waitStopped(qint64 pid, int ms = 60000)
-{
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < until) {
-        QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
-        if (stat.open(QIODevice::ReadOnly)) {
-            const QByteArray text = stat.readAll();
-            const int close = text.lastIndexOf(')');
-            if (close > 0 && text.size() > close + 2 && text[close + 2] == 'T')
-                return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
 }
 
 /// Starts kvlens with KVLENS_FAULT=stop:POINT and waits until it has stopped itself there.

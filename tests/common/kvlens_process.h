@@ -3,9 +3,13 @@
 #pragma once
 
 #include <QByteArray>
+#include <QFile>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QStringList>
+
+#include <chrono>
+#include <thread>
 
 namespace kvlens::test {
 
@@ -34,6 +38,24 @@ inline Run runKvlens(const QStringList& args, const QStringList& environment = {
     r.out = p.readAllStandardOutput();
     r.err = p.readAllStandardError();
     return r;
+}
+
+/// True once /proc says process `pid` is stopped (state T; KVLENS_FAULT=stop:POINT stops it),
+/// polling every 20 ms for at most `ms`.
+inline bool waitStopped(qint64 pid, int ms = 60000)
+{
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+        QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+        if (stat.open(QIODevice::ReadOnly)) {
+            const QByteArray text = stat.readAll();
+            const auto close = text.lastIndexOf(')');
+            if (close > 0 && text.size() > close + 2 && text[close + 2] == 'T')
+                return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
 }
 
 } // namespace kvlens::test
