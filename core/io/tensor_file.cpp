@@ -509,8 +509,11 @@ Result<std::uint64_t> checkedPayloadBytes(const std::vector<std::int64_t>& shape
     return empty ? std::uint64_t{0} : bytes;
 }
 
-Result<Tensor> decodeTensor(std::span<const std::uint8_t> payload, const TensorInfo& info, const std::string& label,
-                            const ReadLimits& limits)
+namespace {
+
+/// The header's payload size must be what its shape and dtype need (with overflow checks): shared
+/// by the whole-tensor and the slice decoders.
+Status checkPayloadSize(const TensorInfo& info, const std::string& label)
 {
     const auto expected = checkedPayloadBytes(info.shape, info.dtype, info.name, label);
     if (!expected)
@@ -519,6 +522,16 @@ Result<Tensor> decodeTensor(std::span<const std::uint8_t> payload, const TensorI
         return tensorError(label, info.name, "header gives " + std::to_string(info.dataBytes) + " payload bytes but shape x "
                                                  + std::string(dtypeName(info.dtype)) + " needs "
                                                  + std::to_string(*expected));
+    return Ok{};
+}
+
+} // namespace
+
+Result<Tensor> decodeTensor(std::span<const std::uint8_t> payload, const TensorInfo& info, const std::string& label,
+                            const ReadLimits& limits)
+{
+    if (auto sized = checkPayloadSize(info, label); !sized)
+        return sized.error();
     if (payload.size() < info.dataBytes)
         return tensorError(label, info.name, "truncated payload: " + std::to_string(payload.size()) + " of "
                                                  + std::to_string(info.dataBytes) + " bytes");
@@ -611,13 +624,8 @@ Result<Tensor> decodeTensorSlice(ByteStream& stream, const TensorInfo& info, con
 {
     if (auto s = checkSliceRequest(info, slice, label, limits); !s)
         return s.error();
-    const auto expected = checkedPayloadBytes(info.shape, info.dtype, info.name, label);
-    if (!expected)
-        return expected.error();
-    if (*expected != info.dataBytes)
-        return tensorError(label, info.name, "header gives " + std::to_string(info.dataBytes) + " payload bytes but shape x "
-                                                 + std::string(dtypeName(info.dtype)) + " needs "
-                                                 + std::to_string(*expected));
+    if (auto sized = checkPayloadSize(info, label); !sized)
+        return sized.error();
     if (info.dataOffset > std::numeric_limits<std::uint64_t>::max() - info.dataBytes)
         return tensorError(label, info.name, "payload offset " + std::to_string(info.dataOffset) + " overflows");
     const auto cols = static_cast<std::uint64_t>(info.shape.back());
