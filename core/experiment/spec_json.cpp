@@ -2,6 +2,8 @@
 // JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
 #include "core/experiment/spec_json.h"
 
+#include "core/quant/codec.h"
+
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
 #include "core/regimes/imported.h"
@@ -125,6 +127,8 @@ json pathToJson(const PathConfig& p)
     j["headq_bits"] = p.headqBits;
     j["headq_control"] = std::string(headqControlName(p.headqControl));
     j["token_policy"] = std::string(tokenPolicyName(p.tokenPolicy));
+    if (!p.codec.empty())
+        j["codec"] = p.codec;
     return j;
 }
 
@@ -132,8 +136,15 @@ PathConfig pathFromJson(const json& j, const std::string& field)
 {
     checkKeys(j, field, {"rotation", "quantizer", "bits", "norm_format", "residual", "qjl_dim", "group_size", "axis",
                          "window", "allocation", "deff_rule", "gap_threshold", "tail_bits", "headq_rank", "headq_bits",
-                         "headq_control", "token_policy"});
+                         "headq_control", "token_policy", "codec"});
     PathConfig p;
+    if (j.contains("codec")) {
+        // A registered codec replaces the composition; validateScheme checks the name.
+        if (!j["codec"].is_string() || !findCodec(j["codec"].get<std::string>()))
+            throw FieldError{field + ".codec", "must name a registered codec (" + codecNames() + "), got "
+                                                   + io::describeJson(j["codec"])};
+        p.codec = j["codec"].get<std::string>();
+    }
     if (j.contains("rotation"))
         p.rotation = getEnum<Rotation>(j["rotation"], field + ".rotation", rotationFromName, "none, wht, eigen");
     // The spectral quantizer lives in the eigenbasis: "quantizer": "spectral" alone implies it.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace kvlens {
@@ -147,6 +148,13 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
     plan.bits = config.bits.at(budget);
     plan.scoreScale = 1.0f / std::sqrt(static_cast<float>(d));
     const bool keys = site == PathSite::Keys;
+    if (!config.codec.empty()) {
+        const CodecKind* kind = findCodec(config.codec);
+        assert(kind && "planPath: validateScheme checks codec names");
+        plan.dim = d;
+        plan.codec = kind->plan(CodecContext{config, budget, plan.bits, d, site, inputs, engine, seed});
+        return plan;
+    }
     if (config.rotation == Rotation::Wht) {
         plan.dim = static_cast<int>(paddedDimension(static_cast<std::size_t>(d)));
         Rng rng(engine, seed, keys ? Stream::KeySigns : Stream::ValueSigns);
@@ -235,6 +243,8 @@ double bitsPerCoordinate(const PathConfig& config, double bits, int dim, int d, 
 
 double pathBitsPerCoordinate(const PathPlan& plan, int tokens)
 {
+    if (plan.codec)
+        return plan.codec->bitsPerCoordinate(tokens);
     if (plan.config.quantizer == QuantizerKind::Spectral) {
         double perVector = 0.0;
         for (int b : plan.coordBits)
@@ -255,6 +265,10 @@ double pathBitsPerCoordinate(const PathPlan& plan, int tokens)
 
 double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int tokens)
 {
+    if (!config.codec.empty()) {
+        const CodecKind* kind = findCodec(config.codec);
+        return kind ? kind->previewBits(config, budget, d, tokens) : std::numeric_limits<double>::quiet_NaN();
+    }
     if (config.quantizer == QuantizerKind::Spectral) {
         // The allocation needs calibration data; the total is the budget, plus the sketch's
         // residual norm (its sign bits come out of the budget).
@@ -357,6 +371,8 @@ PathResult encodeSpectral(const PathPlan& plan, const Eigen::Ref<const RowMatrix
 PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries)
 {
     assert(x.cols() == plan.d && "encodePathCpu: x must have d columns");
+    if (plan.codec)
+        return plan.codec->encode(x, queries);
     if (plan.config.quantizer == QuantizerKind::Spectral)
         return encodeSpectral(plan, x, queries);
     PathResult out;

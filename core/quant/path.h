@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/common/types.h"
+#include "core/quant/codec.h"
 #include "core/quant/lloyd_max.h"
 #include "core/quant/scheme.h"
 #include "core/quant/spectral.h"
@@ -13,10 +14,6 @@
 #include <vector>
 
 namespace kvlens {
-
-/// Which cache a path stores; selects the random streams so K and V get independent signs
-/// and sketches, identical for every scheme and budget of a seed (paired comparisons).
-enum class PathSite { Keys, Values };
 
 /// Everything a backend needs to quantize one path: resolved bits, codebook, random signs,
 /// sketch matrix. Random parts are drawn on the host so every backend sees the same inputs.
@@ -46,18 +43,10 @@ struct PathPlan {
     // Per-token bits of a value path under the A^2 policy (empty: every token at `bits`).
     std::vector<int> tokenBits;
 
-    bool hasResidual() const { return config.residual != ResidualKind::None; }
-    int sketchRows() const { return static_cast<int>(sketch.rows()); }
-};
+    // A registered codec (config.codec names it): it encodes and counts its own bits.
+    std::shared_ptr<const PathCodec> codec;
 
-/// What a plan may be calibrated on. Calibration sets are separate draws from the data being
-/// scored (a scheme never calibrates on what it is scored on).
-struct PlanInputs {
-    const RowMatrixXf* calibration = nullptr;        ///< rows of this path's site (keys or values)
-    const RowMatrixXf* calibrationQueries = nullptr; ///< HeadQ's query basis
-    /// Eigen-decompositions reused by every scheme and budget of a trial group (may be null):
-    /// [0] this site's calibration set, [1] the calibration queries.
-    std::shared_ptr<const SpectralAnalysis>* spectrumCache = nullptr;
+    int sketchRows() const { return static_cast<int>(sketch.rows()); }
 };
 
 /// Resolves a path for budget n; random parts (signs, sketches, random bases) come from the
@@ -74,14 +63,6 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
 double pathBitsPerCoordinate(const PathPlan& plan, int tokens);
 /// The same from the configuration alone (no random draws): for menus and previews.
 double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int tokens);
-
-/// What encoding a path produces.
-struct PathResult {
-    RowMatrixXf reconstruction; ///< n x d, in the original basis, residual reconstruction included
-    RowMatrixXf scores;         ///< nq x n estimated q.k / sqrt(d) (when queries were given)
-    RowMatrixXf baseScores;     ///< nq x n without the residual's correction (only with a residual)
-    int saturatedNorms = 0;     ///< stored norms that hit the fp16 ceiling
-};
 
 /// The CPU reference encoder: rotate, quantize, dequantize, sketch the residual, estimate
 /// scores the way a real cache would (dequantized dot product + the QJL inner-product

@@ -2,6 +2,8 @@
 // Named schemes of papers A, B and C, and name <-> enum conversions.
 #include "core/quant/scheme.h"
 
+#include "core/quant/codec.h"
+
 #include <charconv>
 #include <cmath>
 
@@ -226,7 +228,12 @@ std::vector<SchemeConfig> buildNamed()
 
 const std::vector<SchemeConfig>& namedSchemes()
 {
-    static const std::vector<SchemeConfig> schemes = buildNamed();
+    static const std::vector<SchemeConfig> schemes = [] {
+        std::vector<SchemeConfig> all = buildNamed();
+        for (const auto& e : schemeExtensions())
+            all.insert(all.end(), e.schemes.begin(), e.schemes.end());
+        return all;
+    }();
     return schemes;
 }
 
@@ -255,6 +262,18 @@ Status validatePath(const PathConfig& p, const std::vector<int>& budgets, int d,
         if (b < 1 || b > 8)
             return Error{field + ".bits", "'" + p.bits.text() + "' gives " + std::to_string(b) + " bits at budget n = "
                                               + std::to_string(n) + "; a path needs 1..8 bits"};
+    }
+    if (!p.codec.empty()) {
+        const CodecKind* kind = findCodec(p.codec);
+        if (!kind)
+            return Error{field + ".codec", "unknown codec '" + p.codec + "'; registered: " + codecNames()};
+        if (p.tokenPolicy != TokenPolicy::Uniform)
+            return Error{field + ".token_policy", "a registered codec stores every token at the path's bits"};
+        if (kind->validate)
+            for (int n : budgets)
+                if (auto s = kind->validate(p, n, d, field); !s)
+                    return s;
+        return Ok{};
     }
     if (p.residual == ResidualKind::Qjl && (p.qjlDim < 0 || p.qjlDim > 16 * d))
         return Error{field + ".qjl_dim", "must be in [0, 16 d] = [0, " + std::to_string(16 * d) + "] (0 means m = d), got "
@@ -317,6 +336,10 @@ Status validateScheme(const SchemeConfig& scheme, const std::vector<int>& budget
 bool needsCalibration(const SchemeConfig& scheme)
 {
     auto needs = [](const PathConfig& p) {
+        if (!p.codec.empty()) {
+            const CodecKind* kind = findCodec(p.codec);
+            return kind && kind->needsCalibration;
+        }
         return p.quantizer == QuantizerKind::LloydEmpirical || p.rotation == Rotation::Eigen
                || p.residual == ResidualKind::HeadQ || p.tokenPolicy == TokenPolicy::A2;
     };

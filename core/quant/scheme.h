@@ -113,6 +113,9 @@ struct PathConfig {
     HeadqControl headqControl = HeadqControl::None;
     // Value paths.
     TokenPolicy tokenPolicy = TokenPolicy::Uniform;
+    /// A registered codec (core/quant/codec.h) that replaces the composition above; empty:
+    /// the built-in composition of rotation, quantizer and residual.
+    std::string codec;
     bool operator==(const PathConfig&) const = default;
 };
 

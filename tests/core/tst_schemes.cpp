@@ -2,6 +2,7 @@
 // Named schemes, exact bit accounting, and the CPU path encoder's score estimates.
 #include "core/quant/path.h"
 #include "core/quant/qjl.h"
+#include "core/quant/codec.h"
 #include "core/quant/scheme.h"
 #include "core/quant/wht.h"
 #include "common/approx.h"
@@ -39,7 +40,12 @@ private slots:
             QVERIFY2(needsCalibration(*findScheme(name)), name);
             QVERIFY2(validateScheme(*findScheme(name), {2, 3, 4}, 128, "s").ok(), name);
         }
-        QCOMPARE(namedSchemes().size(), std::size_t{20});
+        // Twenty from the three papers; registered extensions (core/quant/codec.h) come after them.
+        std::size_t extensions = 0;
+        for (const auto& e : schemeExtensions())
+            extensions += e.schemes.size();
+        QCOMPARE(namedSchemes().size(), std::size_t{20} + extensions);
+        QCOMPARE(namedSchemes()[19].name, std::string("HeadQ-random-basis"));
         QCOMPARE(findScheme("SQ-KV")->key.allocation, Allocation::WaterFilling);
         QCOMPARE(findScheme("SQU-KV")->key.allocation, Allocation::Uniform);
         QCOMPARE(findScheme("SQ-QKV")->key.residual, ResidualKind::Qjl);
