@@ -39,6 +39,7 @@ struct OpenClBackend::Impl {
     std::mutex mutex;
     std::string fallback;  // first OpenCL error that made a stage fall back
     int fallbacks = 0;
+    std::string cpuStages; // stages without kernels that ran on the CPU
 
     /// What each calling thread owns: its command queue and kernel objects (OpenCL contexts
     /// and programs are thread-safe; kernel arguments are not). Two trials run at once so that
@@ -352,6 +353,14 @@ struct OpenClBackend::Impl {
         run2d(pack, static_cast<std::size_t>(words), static_cast<std::size_t>(rows));
     }
 
+    /// A stage without kernels ran on the CPU (counted once per kind).
+    void noteCpuStage(const char* stage)
+    {
+        const std::lock_guard lock(mutex);
+        if (cpuStages.find(stage) == std::string::npos)
+            cpuStages += (cpuStages.empty() ? "" : ", ") + std::string(stage);
+    }
+
     void note(const cl::Error& e, const char* stage)
     {
         const std::lock_guard lock(mutex);
@@ -387,6 +396,7 @@ void OpenClBackend::resetFallbacks()
     const std::lock_guard lock(m_impl->mutex);
     m_impl->fallbacks = 0;
     m_impl->fallback.clear();
+    m_impl->cpuStages.clear();
 }
 
 Result<std::unique_ptr<OpenClBackend>> OpenClBackend::create(const std::string& request)
@@ -425,9 +435,13 @@ std::string OpenClBackend::name() const
 std::string OpenClBackend::fallbackNote() const
 {
     const std::lock_guard lock(m_impl->mutex);
-    if (m_impl->fallbacks == 0)
-        return {};
-    return std::to_string(m_impl->fallbacks) + " stage(s) fell back to the CPU; first: " + m_impl->fallback;
+    std::string note;
+    if (!m_impl->cpuStages.empty())
+        note = "on the CPU (no kernels): " + m_impl->cpuStages;
+    if (m_impl->fallbacks > 0)
+        note += (note.empty() ? "" : "; ") + std::to_string(m_impl->fallbacks)
+                + " stage(s) fell back to the CPU; first: " + m_impl->fallback;
+    return note;
 }
 
 std::pair<int, int> OpenClBackend::buildCounts() const
@@ -436,15 +450,31 @@ std::pair<int, int> OpenClBackend::buildCounts() const
     return {s.sourceBuilds, s.cachedLoads};
 }
 
+const char* OpenClBackend::unsupportedStage(const PathPlan& plan)
+{
+    if (plan.codec)
+        return "a registered codec";
+    if (plan.config.quantizer == QuantizerKind::Uniform)
+        return "the uniform (KIVI) quantizer";
+    if (plan.config.quantizer == QuantizerKind::Spectral)
+        return "the SpectralQuant quantizer";
+    if (plan.config.residual == ResidualKind::HeadQ)
+        return "the HeadQ residual";
+    if (!plan.tokenBits.empty())
+        return "per-token bit widths";
+    return nullptr;
+}
+
 PathResult OpenClBackend::encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x,
                                      const RowMatrixXf* queries)
 {
-    // No kernels (yet) for KIVI-style groups, SpectralQuant, HeadQ or per-token widths: those
-    // paths run on the CPU implementation.
-    if (plan.config.quantizer == QuantizerKind::Uniform || plan.config.quantizer == QuantizerKind::Spectral
-        || plan.config.residual == ResidualKind::HeadQ || !plan.tokenBits.empty())
-        return encodePathCpu(plan, x, queries);
     Impl& I = *m_impl;
+    // The kernels cover the norm + Lloyd-Max path with optional WHT and QJL. Any other stage
+    // runs on the CPU implementation, and the run's backend label says so.
+    if (const char* stage = unsupportedStage(plan)) {
+        I.noteCpuStage(stage);
+        return encodePathCpu(plan, x, queries);
+    }
     try {
         PathResult out;
         const int n = static_cast<int>(x.rows()), d = plan.d, dim = plan.dim;

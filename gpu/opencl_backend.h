@@ -79,6 +79,8 @@ public:
 
 private:
     explicit OpenClBackend(std::unique_ptr<Impl> impl);
+    /// The first stage of `plan` without kernels (it runs on the CPU), or null.
+    static const char* unsupportedStage(const PathPlan& plan);
     std::unique_ptr<Impl> m_impl;
 };
 
