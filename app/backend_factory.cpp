@@ -7,21 +7,26 @@
 
 namespace kvlens::app {
 
-void applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device)
+Status applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device)
 {
-    if (!backend.empty())
-        spec.backend = backend;
+    if (!backend.empty()) {
+        const auto parsed = parseBackendText(backend);
+        if (!parsed || !parsed->fallback.empty())
+            return Error{"--backend", "must be one of cpu, opencl, auto, got '" + backend + "'"};
+        spec.backend = parsed->kind;
+    }
     if (!device.empty()) {
         spec.device = device;
         if (backend.empty())
-            spec.backend = "opencl";
+            spec.backend = BackendKind::OpenCl;
     }
+    return Ok{};
 }
 
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads)
 {
     BackendChoice choice;
-    if (spec.backend == "opencl" || spec.backend == "auto") {
+    if (spec.backend != BackendKind::Cpu) {
         auto opencl = gpu::OpenClBackend::create(spec.device);
         if (opencl) {
             choice.label = "opencl: " + (*opencl)->device().name;
@@ -40,7 +45,7 @@ BackendChoice& BackendPool::get(const ExperimentSpec& spec, int threads)
     // The key is the device the request resolves to, so "" and "0" share a context when they
     // name the same device; a request that resolves to nothing is keyed by its text.
     std::string key;
-    if (spec.backend == "opencl" || spec.backend == "auto") {
+    if (spec.backend != BackendKind::Cpu) {
         const auto device = gpu::selectDevice(spec.device);
         key = device ? "opencl #" + std::to_string(device->index) : "opencl ?" + spec.device;
     } else {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/experiment/backend.h"
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 
 #include <cstddef>
 #include <memory>
@@ -29,7 +29,8 @@ BackendChoice makeBackend(const ExperimentSpec& spec, int threads = 0);
 /// The --backend and --device options applied to a spec, alike for the window and the headless
 /// runs: a non-empty `backend` replaces spec.backend; a non-empty `device` names the OpenCL device
 /// and, without `backend`, means "opencl".
-void applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device);
+/// Refuses a `backend` that is not cpu, opencl or auto (field "--backend").
+Status applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device);
 
 /// The backends of a session, one per (kind, device, threads), so that a window re-running
 /// after every edit opens each OpenCL device (context, queues, programs) once rather than once

@@ -8,7 +8,7 @@
 #include "app/validation_run.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/shard.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/fault.h"
 #include "core/analysis/result_tables.h"
@@ -44,7 +44,7 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
     manifest.shard = shard;
     manifest.specTrials = spec.trialCount();
     manifest.backend = results.backend;
-    manifest.specBackend = results.spec.backend;
+    manifest.specBackend = results.spec.backendText();
     manifest.regimeNote = results.regimeNote;
     manifest.dataHash = results.dataHash;
     manifest.elapsedMs = results.elapsedMs;
@@ -90,7 +90,8 @@ Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options)
                                                                 : loadSpecFile(options.specPath);
     if (!spec)
         return spec;
-    applyBackendOptions(*spec, options.backend, options.device); // as in the window
+    if (auto applied = applyBackendOptions(*spec, options.backend, options.device); !applied) // as in the window
+        return applied.error();
     auto checked = normalizeSpec(*spec);
     if (!checked)
         return Error{(options.specPath == "default" ? std::string() : options.specPath + ": ") + checked.error().field,
@@ -149,7 +150,7 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         return kExitRefused;
     }
     BackendChoice backend = makeBackend(*spec, options.threads);
-    if (!backend.warning.empty() && spec->backend == "opencl")
+    if (!backend.warning.empty() && spec->backend == BackendKind::OpenCl)
         err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
     const InterruptScope interrupts;
     ProgressLine progress(err, options.quiet);
@@ -162,7 +163,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     if (!backend.warning.empty()) {
         // The exported spec says what really ran (issue: "cpu (fallback: <reason>)").
         results->backend = backend.label;
-        results->spec.backend = backend.label;
+        results->spec.backend = BackendKind::Cpu;
+        results->spec.fallback = backend.warning;
     }
     if (results->cancelled || InterruptScope::interrupted()) {
         err << "\nkvlens: " << InterruptScope::what() << " after " << results->trials.size() << " of "

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/common/result.h"
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 
 namespace kvlens {
 struct ResultSet;

@@ -85,8 +85,9 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
     result->backend = backend.label;
     if (!backend.warning.empty()) {
         // Exports carry the spec as run: "cpu (fallback: <reason>)".
-        result->spec.backend = backend.label;
-        if (spec.backend == "opencl" && backend.warning != m_reportedFallback) {
+        result->spec.backend = BackendKind::Cpu;
+        result->spec.fallback = backend.warning;
+        if (spec.backend == BackendKind::OpenCl && backend.warning != m_reportedFallback) {
             std::cerr << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << std::endl;
             m_reportedFallback = backend.warning;
         }

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "app/backend_factory.h"
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 #include "widgets/validation_view.h"
 #include "widgets/view_data.h"
 

@@ -7,7 +7,7 @@
 #include "app/merge_command.h"
 #include "app/reproduce.h"
 #include "app/resources.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "gpu/device.h"
 
 #include <QApplication>
@@ -267,9 +267,18 @@ int run(int argc, char** argv)
         return 2;
     }
     // --backend and --device apply to the window's spec as they do to a batch run's.
+    {
+        kvlens::ExperimentSpec probe;
+        if (auto s = kvlens::app::applyBackendOptions(probe, parser.value(backendOption).toStdString(),
+                                                      parser.value(deviceOption).toStdString());
+            !s) {
+            std::cerr << "kvlens: " << s.error().text() << "\n";
+            return 2;
+        }
+    }
     auto withBackend = [&](kvlens::ExperimentSpec spec) {
-        kvlens::app::applyBackendOptions(spec, parser.value(backendOption).toStdString(),
-                                         parser.value(deviceOption).toStdString());
+        (void)kvlens::app::applyBackendOptions(spec, parser.value(backendOption).toStdString(),
+                                               parser.value(deviceOption).toStdString()); // checked above
         return spec;
     };
     if (parser.isSet(specOption)) {

@@ -3,7 +3,7 @@
 #include "app/main_window.h"
 
 #include "app/experiment_worker.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "widgets/control_panel.h"
 #include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"

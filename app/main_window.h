@@ -2,7 +2,7 @@
 // The KVLens main window: control dock, plot views, progress and status, menus, worker thread.
 #pragma once
 
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 #include "widgets/view_data.h"
 
 #include <QMainWindow>

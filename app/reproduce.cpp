@@ -9,7 +9,7 @@
 #include "core/io/staged_dir.h"
 #include "core/analysis/claims.h"
 #include "core/experiment/runner.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/csv.h"
 #include "widgets/figure_export.h"

@@ -11,11 +11,11 @@ ValidationRun runValidationSet(const ExperimentSpec& spec, const std::string& de
                                const std::function<Progress*(int run, const std::string& label)>& progress)
 {
     ExperimentSpec reference = spec, implementation = spec, other = spec;
-    reference.backend = "cpu";
-    implementation.backend = "opencl";
+    reference.backend = BackendKind::Cpu;
+    implementation.backend = BackendKind::OpenCl;
     if (!device.empty())
         implementation.device = device;
-    other.backend = "cpu";
+    other.backend = BackendKind::Cpu;
     other.engine = spec.engine == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64;
 
     std::string fallback;

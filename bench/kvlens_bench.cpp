@@ -5,7 +5,7 @@
 
 #include "core/attention/attention.h"
 #include "core/experiment/runner.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/quant/norm_quantizer.h"
 #include "core/quant/path.h"
 #include "core/quant/qjl.h"

@@ -373,12 +373,12 @@ ExperimentSpec ControlPanel::widgetSpec() const
     return s;
 }
 
-std::pair<std::string, std::string> ControlPanel::boxBackend() const
+std::pair<BackendKind, std::string> ControlPanel::boxBackend() const
 {
     const QString backend = m_backend->currentData().toString();
     if (backend == QLatin1String("cpu"))
-        return {"cpu", ""};
-    return {"opencl", backend.toStdString()};
+        return {BackendKind::Cpu, ""};
+    return {BackendKind::OpenCl, backend.toStdString()};
 }
 
 ExperimentSpec ControlPanel::spec() const
@@ -414,7 +414,7 @@ ExperimentSpec ControlPanel::spec() const
             s.regimeParams.emplace(key, value);
     }
     if (std::tie(s.backend, s.device) == std::tie(shown.backend, shown.device)) {
-        s.backend = loaded.backend; // "auto", or a device named by a substring of its name
+        s.backend = loaded.backend; // auto, or a device named by a substring of its name
         s.device = loaded.device;
     }
     // Schemes and budgets keep the loaded order (legends, tables, trial order); ones ticked
@@ -502,8 +502,9 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
 void ControlPanel::selectBackend(const ExperimentSpec& spec)
 {
     const QSignalBlocker block(m_backend);
-    int backend = m_backend->findData(spec.backend == "cpu" ? QStringLiteral("cpu") : QString::fromStdString(spec.device));
-    if (backend < 0 && spec.backend != "cpu" && m_backend->count() > 1)
+    const bool cpu = spec.backend == BackendKind::Cpu;
+    int backend = m_backend->findData(cpu ? QStringLiteral("cpu") : QString::fromStdString(spec.device));
+    if (backend < 0 && !cpu && m_backend->count() > 1)
         backend = 1; // OpenCL without a listed device: the first one listed
     m_backend->setCurrentIndex(backend >= 0 ? backend : 0);
 }

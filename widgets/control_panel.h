@@ -2,7 +2,7 @@
 // The control dock: every field of an ExperimentSpec as a widget, regime parameters built from their descriptions.
 #pragma once
 
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 
 #include <QWidget>
 
@@ -78,7 +78,7 @@ private:
     /// Selects the backend box entry for `spec` (the first OpenCL device when it names none listed).
     void selectBackend(const ExperimentSpec& spec);
     /// (backend, device) as the backend box's selection means it.
-    std::pair<std::string, std::string> boxBackend() const;
+    std::pair<BackendKind, std::string> boxBackend() const;
 
     QComboBox* m_regime = nullptr;
     QFormLayout* m_params = nullptr;

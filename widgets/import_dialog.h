@@ -2,7 +2,7 @@
 // File → Import tensors…: pick a .npy/.npz/.safetensors file, see its tensors, choose K, V, Q, a head and token ranges.
 #pragma once
 
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 
 #include <QDialog>
 

@@ -105,7 +105,7 @@ void SweepView::redraw()
         const QSignalBlocker block(m_x);
         m_x->clear();
         for (const SweepAxis* a : axes)
-            m_x->addItem(axisLabel(QString::fromStdString(a->parameter)), QString::fromStdString(a->parameter));
+            m_x->addItem(axisLabel(QString::fromStdString(a->name())), QString::fromStdString(a->name()));
         m_x->addItem(QStringLiteral("budget n"), QStringLiteral("budget"));
         const int at = m_x->findData(current);
         m_x->setCurrentIndex(at >= 0 ? at : 0);
@@ -122,7 +122,7 @@ void SweepView::redraw()
     const bool xIsBudget = xParameter == QLatin1String("budget");
     int xAxisIndex = -1;
     for (std::size_t i = 0; i < axes.size(); ++i)
-        if (QString::fromStdString(axes[i]->parameter) == xParameter)
+        if (QString::fromStdString(axes[i]->name()) == xParameter)
             xAxisIndex = static_cast<int>(i);
     m_budget->setEnabled(!xIsBudget);
     const int budgetFilter = xIsBudget ? 0 : m_budget->currentData().toInt();
@@ -144,7 +144,7 @@ void SweepView::redraw()
         for (std::size_t i = 0; i < values.size(); ++i)
             if (static_cast<int>(i) != xAxisIndex) {
                 others.push_back(values[i]);
-                otherLabel += QStringLiteral(" %1=%2").arg(axisLabel(QString::fromStdString(axes[i]->parameter)))
+                otherLabel += QStringLiteral(" %1=%2").arg(axisLabel(QString::fromStdString(axes[i]->name())))
                                   .arg(values[i]);
             }
         const int lineBudget = xIsBudget ? 0 : c.budget;

@@ -2,7 +2,7 @@
 // What the views are fed: an immutable result set plus everything derived from it off the GUI thread.
 #pragma once
 
-#include "core/experiment/result.h"
+#include "core/model/result.h"
 #include "core/analysis/figures.h"
 #include "core/analysis/comparison.h"
 #include "core/analysis/proxies.h"

@@ -2,6 +2,8 @@
 // Claim evaluation: pooled per-query and per-key samples, rank tests, bootstrap intervals, verdicts from stated criteria.
 #include "core/analysis/claims.h"
 
+#include "core/model/grid.h"
+
 #include "core/analysis/figures.h"
 #include "core/quant/wht.h"
 #include "core/regimes/regime.h"
@@ -116,12 +118,7 @@ int anyScheme(const ResultSet& rs, std::initializer_list<std::string_view> names
 /// The trials of one (point, scheme, budget), in seed order.
 std::vector<const TrialResult*> cell(const ResultSet& rs, int point, int scheme, int budget)
 {
-    std::vector<const TrialResult*> out;
-    for (const TrialResult& t : rs.trials)
-        if (t.key.point == point && t.key.scheme == scheme && t.key.budget == budget)
-            out.push_back(&t);
-    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->key.seedIndex < b->key.seedIndex; });
-    return out;
+    return TrialCells(rs).atBudget(point, budget, scheme);
 }
 
 using QueryField = std::vector<float> TrialResult::*;
@@ -248,7 +245,7 @@ std::string runLabel(const ExperimentSpec& s)
             return;
         bool swept = false;
         for (const SweepAxis& a : s.sweep)
-            swept = swept || a.parameter == std::string("regime.") + key;
+            swept = swept || (a.parameter == SweepParameter::Regime && a.regimeKey == key);
         if (swept)
             return;
         if (const double* v = std::get_if<double>(&it->second))
@@ -288,19 +285,19 @@ std::vector<int> keyPoints(const ResultSet& rs)
 {
     bool onlyScore = !rs.spec.sweep.empty();
     for (const SweepAxis& a : rs.spec.sweep)
-        onlyScore = onlyScore && a.parameter == "score_scale";
+        onlyScore = onlyScore && a.parameter == SweepParameter::ScoreScale;
     std::vector<int> out;
     for (int p = 0; p < (onlyScore ? 1 : rs.spec.pointCount()); ++p)
         out.push_back(p);
     return out;
 }
 
-double pointValue(const ResultSet& rs, int point, const std::string& parameter, double fallback)
+double pointValue(const ResultSet& rs, int point, SweepParameter parameter, std::string_view regimeKey, double fallback)
 {
     const auto axes = rs.spec.gridAxes();
     const auto values = rs.spec.pointValues(point);
     for (std::size_t i = 0; i < axes.size(); ++i)
-        if (axes[i]->parameter == parameter)
+        if (axes[i]->parameter == parameter && axes[i]->regimeKey == regimeKey)
             return values[i];
     return fallback;
 }
@@ -579,7 +576,7 @@ Claim klRatioClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
     std::string headline;
     double xMin = 1e300, xMax = -1e300;
     for (int point = 0; k >= 0 && q >= 0 && point < rs.spec.pointCount(); ++point) {
-        const double scale = pointValue(rs, point, "score_scale", rs.pointSpec(point).scoreScale);
+        const double scale = pointValue(rs, point, SweepParameter::ScoreScale, {}, rs.pointSpec(point).scoreScale);
         xMin = std::min(xMin, scale);
         xMax = std::max(xMax, scale);
         for (int n : budgets) {
@@ -702,7 +699,7 @@ Claim heavyTailClaim(const ResultSet& rs)
     const int kv = schemeIndex(rs, "KV"), k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"});
     std::vector<std::pair<double, int>> nus;
     for (int p = 0; p < rs.spec.pointCount(); ++p)
-        nus.push_back({pointValue(rs, p, "regime.nu", 0.0), p});
+        nus.push_back({pointValue(rs, p, SweepParameter::Regime, "nu", 0.0), p});
     std::sort(nus.begin(), nus.end());
     Table table;
     table.caption = "ε_dir^K by tail weight ν (" + rs.spec.regime + ")";

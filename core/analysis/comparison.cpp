@@ -2,6 +2,8 @@
 // Comparison table: pairs x budgets, paired bootstrap of the median-KL ratio, rank tests, KS, energy, Holm.
 #include "core/analysis/comparison.h"
 
+#include "core/model/grid.h"
+
 #include "core/io/csv.h"
 #include "core/analysis/result_tables.h"
 #include "core/rng/rng.h"
@@ -22,9 +24,8 @@ namespace kvlens::stats {
 
 namespace {
 
-struct Cell {
-    std::vector<const TrialResult*> trials; // sorted by seed index
-};
+/// A grid cell's trials, sorted by seed index (TrialCells).
+using Cell = std::vector<const TrialResult*>;
 
 int schemeIndex(const ResultSet& r, const std::string& name)
 {
@@ -37,16 +38,16 @@ int schemeIndex(const ResultSet& r, const std::string& name)
 std::vector<double> pooledKl(const Cell& cell)
 {
     std::vector<double> out;
-    for (const TrialResult* t : cell.trials)
+    for (const TrialResult* t : cell)
         out.insert(out.end(), t->kl.begin(), t->kl.end());
     return out;
 }
 
 Eigen::MatrixXd sixDPoints(const Cell& cell)
 {
-    Eigen::MatrixXd m(static_cast<Eigen::Index>(cell.trials.size()), 6);
-    for (std::size_t i = 0; i < cell.trials.size(); ++i) {
-        const auto v = cell.trials[i]->sixD.values();
+    Eigen::MatrixXd m(static_cast<Eigen::Index>(cell.size()), 6);
+    for (std::size_t i = 0; i < cell.size(); ++i) {
+        const auto v = cell[i]->sixD.values();
         for (int c = 0; c < 6; ++c)
             m(static_cast<Eigen::Index>(i), c) = v[static_cast<std::size_t>(c)];
     }
@@ -77,13 +78,7 @@ void standardize(Eigen::MatrixXd& a, Eigen::MatrixXd& b)
 std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
 {
     const ExperimentSpec& spec = results.spec;
-    std::map<std::tuple<int, int, int>, Cell> cells; // (point, budget, scheme)
-    for (const auto& t : results.trials)
-        cells[{t.key.point, t.key.budget, t.key.scheme}].trials.push_back(&t);
-    for (auto& [key, cell] : cells)
-        std::sort(cell.trials.begin(), cell.trials.end(),
-                  [](const TrialResult* a, const TrialResult* b) { return a->key.seedIndex < b->key.seedIndex; });
-
+    const TrialCells cells(results);
     std::vector<std::pair<int, int>> pairs;
     if (spec.comparisons.pairs.empty()) {
         for (int a = 0; a < static_cast<int>(results.schemes.size()); ++a)
@@ -97,30 +92,36 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
         }
     }
 
-    std::vector<int> points;
-    for (const auto& [key, cell] : cells)
-        if (std::find(points.begin(), points.end(), std::get<0>(key)) == points.end())
-            points.push_back(std::get<0>(key));
+    std::vector<int> points; // the points holding any trial, ascending
+    for (int p = 0; p < cells.shape().points; ++p) {
+        bool any = false;
+        for (int b = 0; b < cells.shape().budgets && !any; ++b)
+            for (int sc = 0; sc < cells.shape().schemes && !any; ++sc)
+                any = !cells.at(p, b, sc).empty();
+        if (any)
+            points.push_back(p);
+    }
 
     std::vector<ComparisonRow> rows;
     std::uint64_t rowSeed = 0;
     for (int point : points) {
         for (int budget : spec.budgets) {
             for (const auto& [ia, ib] : pairs) {
-                const auto ca = cells.find({point, budget, ia}), cb = cells.find({point, budget, ib});
+                const Cell& ca = cells.atBudget(point, budget, ia);
+                const Cell& cb = cells.atBudget(point, budget, ib);
                 ++rowSeed;
-                if (ca == cells.end() || cb == cells.end())
+                if (ca.empty() || cb.empty())
                     continue;
                 ComparisonRow row;
                 row.point = point;
                 row.budget = budget;
                 row.schemeA = ia;
                 row.schemeB = ib;
-                const std::vector<double> klA = pooledKl(ca->second), klB = pooledKl(cb->second);
+                const std::vector<double> klA = pooledKl(ca), klB = pooledKl(cb);
                 row.queries = klA.size();
                 // Paired when both hold the same seeds in the same order (the queries are then identical).
-                row.paired = klA.size() == klB.size() && ca->second.trials.size() == cb->second.trials.size()
-                             && std::equal(ca->second.trials.begin(), ca->second.trials.end(), cb->second.trials.begin(),
+                row.paired = klA.size() == klB.size() && ca.size() == cb.size()
+                             && std::equal(ca.begin(), ca.end(), cb.begin(),
                                            [](const TrialResult* x, const TrialResult* y) {
                                                return x->key.seedIndex == y->key.seedIndex;
                                            });
@@ -152,7 +153,7 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
                 row.ksD = ks.d;
                 row.ksP = ks.p;
 
-                Eigen::MatrixXd pa = sixDPoints(ca->second), pb = sixDPoints(cb->second);
+                Eigen::MatrixXd pa = sixDPoints(ca), pb = sixDPoints(cb);
                 standardize(pa, pb);
                 const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations,
                                                       deriveSeed(spec.firstSeed, Stream::Statistics, rowSeed + (1ULL << 32)));

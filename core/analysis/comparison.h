@@ -2,7 +2,7 @@
 // The comparison table: every chosen pair of schemes at every budget, with effect sizes and tests.
 #pragma once
 
-#include "core/experiment/result.h"
+#include "core/model/result.h"
 #include "core/stats/p_value.h"
 
 #include <string>

@@ -2,6 +2,8 @@
 // Histogram bins, ECDFs, seed intervals and the theory rows.
 #include "core/analysis/figures.h"
 
+#include "core/model/grid.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -32,8 +34,6 @@ Interval seedInterval(std::span<const double> perSeed)
 
 namespace {
 
-using CellKey = std::tuple<int, int, int>; // point, budget index, scheme
-
 constexpr int kKlBins = 40;
 
 bool qjlKeys(const SchemeConfig& s) { return s.key.residual == ResidualKind::Qjl; }
@@ -45,13 +45,10 @@ FigureData buildFigureData(const ResultSet& results)
     FigureData f;
     f.summary = summarize(results);
     const auto& budgets = results.spec.budgets;
-    std::map<CellKey, std::vector<const TrialResult*>> cells;
+    const TrialCells cells(results);
     double entropy = 0.0;
-    for (const auto& t : results.trials) {
-        const int b = static_cast<int>(std::find(budgets.begin(), budgets.end(), t.key.budget) - budgets.begin());
-        cells[{t.key.point, b, t.key.scheme}].push_back(&t);
+    for (const auto& t : results.trials)
         entropy += t.meanEntropy;
-    }
     f.meanEntropy = results.trials.empty() ? 0.0 : entropy / static_cast<double>(results.trials.size());
 
     // Shared log bins over every positive KL of the run, so histograms compare across schemes.
@@ -70,9 +67,14 @@ FigureData buildFigureData(const ResultSet& results)
             f.klBinEdges.push_back(std::pow(10.0, a + (b - a) * i / kKlBins));
     }
 
-    for (const auto& [key, trials] : cells) {
-        const auto& [point, budgetIndex, scheme] = key;
-        const int budget = budgets[static_cast<std::size_t>(budgetIndex)];
+    const GridShape& shape = cells.shape();
+    for (long long c = 0; c < shape.cellCount(); ++c) {
+        const TrialSlot at = shape.fromWalkIndex(c * shape.seeds);
+        const int point = at.point, scheme = at.schemeIndex;
+        const std::vector<const TrialResult*>& trials = cells.at(point, at.budgetIndex, scheme);
+        if (trials.empty())
+            continue;
+        const int budget = budgets[static_cast<std::size_t>(at.budgetIndex)];
 
         KlDistribution k;
         k.point = point;

@@ -2,7 +2,7 @@
 // The proxy study (paper C): which cheap error measure ranks queries by the damage they see.
 #pragma once
 
-#include "core/experiment/result.h"
+#include "core/model/result.h"
 
 #include <array>
 #include <string>

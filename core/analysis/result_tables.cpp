@@ -20,7 +20,7 @@ std::vector<std::string> sweepColumns(const ExperimentSpec& spec)
 {
     std::vector<std::string> columns;
     for (const SweepAxis* axis : spec.gridAxes())
-        columns.push_back(axis->parameter);
+        columns.push_back(axis->name());
     return columns;
 }
 

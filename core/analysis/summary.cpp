@@ -2,6 +2,8 @@
 // Aggregation of trials into the summary table.
 #include "core/analysis/summary.h"
 
+#include "core/model/grid.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,18 +26,18 @@ double quantile(std::span<const float> values, double q)
 
 std::vector<SummaryRow> summarize(const ResultSet& results)
 {
-    // Group trials by (point, budget index, scheme) in walk order.
-    std::map<std::tuple<int, int, int>, std::vector<const TrialResult*>> groups;
-    const auto& budgets = results.spec.budgets;
-    for (const auto& t : results.trials) {
-        const int budgetIndex = static_cast<int>(std::find(budgets.begin(), budgets.end(), t.key.budget) - budgets.begin());
-        groups[{t.key.point, budgetIndex, t.key.scheme}].push_back(&t);
-    }
+    // One row per non-empty cell, in walk order.
+    const TrialCells cells(results);
+    const GridShape& shape = cells.shape();
     std::vector<SummaryRow> rows;
-    for (const auto& [key, trials] : groups) {
+    for (long long c = 0; c < shape.cellCount(); ++c) {
+        const TrialSlot at = shape.fromWalkIndex(c * shape.seeds);
+        const std::vector<const TrialResult*>& trials = cells.at(at.point, at.budgetIndex, at.schemeIndex);
+        if (trials.empty())
+            continue;
         SummaryRow r;
-        r.point = std::get<0>(key);
-        r.scheme = std::get<2>(key);
+        r.point = at.point;
+        r.scheme = at.schemeIndex;
         r.budget = trials.front()->key.budget;
         r.trials = static_cast<int>(trials.size());
         std::vector<float> kl;

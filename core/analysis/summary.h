@@ -2,7 +2,7 @@
 // Reported statistics per (grid point, scheme, budget): KL quantiles, recall, 6D means, theory.
 #pragma once
 
-#include "core/experiment/result.h"
+#include "core/model/result.h"
 
 #include <span>
 #include <vector>

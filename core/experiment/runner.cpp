@@ -101,9 +101,9 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
         pointSpecs.push_back(spec.pointSpec(p));
     const int budgetCount = static_cast<int>(pointSpecs.front().budgets.size());
     const int schemeCount = static_cast<int>(spec.schemes.size());
+    const GridShape grid(spec);
     auto slot = [&](int point, int budgetIndex, int schemeIndex, int seedIndex) {
-        return ((static_cast<long long>(point) * budgetCount + budgetIndex) * schemeCount + schemeIndex) * seeds
-               + seedIndex;
+        return grid.walkIndex(TrialSlot{point, budgetIndex, schemeIndex, seedIndex});
     };
 
     const double limit = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb * 1e6 : 0.5 * physicalMemoryBytes();

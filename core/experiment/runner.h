@@ -4,7 +4,8 @@
 
 #include "core/common/result.h"
 #include "core/experiment/backend.h"
-#include "core/experiment/result.h"
+#include "core/model/grid.h"
+#include "core/model/result.h"
 
 #include <atomic>
 #include <cstdint>
@@ -46,14 +47,6 @@ MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency);
 
 /// Physical memory of this machine in bytes (0 if unknown).
 double physicalMemoryBytes();
-
-/// A trial's place in a spec's grid, by index; the walk order is (point, budget, scheme, seed).
-struct TrialSlot {
-    int point = 0;
-    int budgetIndex = 0;  ///< into pointSpec(point).budgets (the same list at every point)
-    int schemeIndex = 0;  ///< into spec.schemes
-    int seedIndex = 0;
-};
 
 /// Chooses the trials a run computes (a shard of a sweep); empty: every trial. `fraction` is an
 /// upper bound on the share of the spec's trials it accepts, so the runner can check the memory

@@ -2,7 +2,7 @@
 // Sharded runs: trial ids, the block assignment, manifests (nlohmann::json), trials.bin, the merge.
 #include "core/experiment/shard.h"
 
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/io/json_text.h"
 
 #include <nlohmann/json.hpp>
@@ -145,7 +145,8 @@ std::uint64_t specHash(const ExperimentSpec& spec, std::uint64_t dataHash)
 {
     ExperimentSpec neutral = spec;
     neutral.name.clear();
-    neutral.backend = "cpu";
+    neutral.backend = BackendKind::Cpu;
+    neutral.fallback.clear();
     neutral.device.clear();
     neutral.memoryLimitMb = 0.0;
     const std::uint64_t hash = fnv1a64(specToJson(neutral, -1));
@@ -196,49 +197,6 @@ std::optional<std::uint64_t> parseHex64(std::string_view text)
 }
 
 namespace {
-
-/// The grid's sizes, for the arithmetic of walk and draw orders.
-struct GridShape {
-    long long points = 1, budgets = 1, schemes = 1, seeds = 1;
-
-    explicit GridShape(const ExperimentSpec& spec)
-        : points(spec.pointCount()), budgets(static_cast<long long>(spec.budgets.size())),
-          schemes(static_cast<long long>(spec.schemes.size())), seeds(spec.seedCount)
-    {
-    }
-    long long total() const { return points * budgets * schemes * seeds; }
-    long long walkIndex(const TrialSlot& t) const
-    {
-        return ((t.point * budgets + t.budgetIndex) * schemes + t.schemeIndex) * seeds + t.seedIndex;
-    }
-    /// Draw order: (point, seed, budget, scheme), so one (point, seed) data set is one run of trials.
-    long long drawIndex(const TrialSlot& t) const
-    {
-        return ((t.point * seeds + t.seedIndex) * budgets + t.budgetIndex) * schemes + t.schemeIndex;
-    }
-    TrialSlot fromDrawIndex(long long i) const
-    {
-        TrialSlot t;
-        t.schemeIndex = static_cast<int>(i % schemes);
-        i /= schemes;
-        t.budgetIndex = static_cast<int>(i % budgets);
-        i /= budgets;
-        t.seedIndex = static_cast<int>(i % seeds);
-        t.point = static_cast<int>(i / seeds);
-        return t;
-    }
-    TrialSlot fromWalkIndex(long long i) const
-    {
-        TrialSlot t;
-        t.seedIndex = static_cast<int>(i % seeds);
-        i /= seeds;
-        t.schemeIndex = static_cast<int>(i % schemes);
-        i /= schemes;
-        t.budgetIndex = static_cast<int>(i % budgets);
-        t.point = static_cast<int>(i / budgets);
-        return t;
-    }
-};
 
 /// First draw index of block `index` of `count`: the first total % count blocks hold one more.
 long long blockStart(long long total, long long index, long long count)
@@ -751,7 +709,10 @@ Result<ResultSet> mergeShards(const TrialCatalog& catalog, const std::vector<Sha
     for (const std::string& b : backends)
         merged.backend += (merged.backend.empty() ? "" : "; ") + b;
     if (!parts.empty() && !parts[order.front()].manifest.specBackend.empty())
-        merged.spec.backend = parts[order.front()].manifest.specBackend;
+        if (const auto b = parseBackendText(parts[order.front()].manifest.specBackend)) {
+            merged.spec.backend = b->kind;
+            merged.spec.fallback = b->fallback;
+        }
     merged.trials = std::move(slots);
     return merged;
 }

@@ -6,7 +6,7 @@
 #include "app/experiment_worker.h"
 #include "app/main_window.h"
 #include "app/resources.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "gpu/device.h"
 #include "widgets/control_panel.h"
 #include "widgets/result_view.h"
@@ -56,10 +56,10 @@ private slots:
         // One rule for both (it was written twice, and disagreed on --backend auto --device 0).
         auto applied = [](const char* backend, const char* device) {
             kvlens::ExperimentSpec spec = kvlens::defaultSpec();
-            spec.backend = "cpu";
+            spec.backend = BackendKind::Cpu;
             spec.device = "old";
             kvlens::app::applyBackendOptions(spec, backend, device);
-            return spec.backend + "|" + spec.device;
+            return spec.backendText() + "|" + spec.device;
         };
         QCOMPARE(applied("", ""), std::string("cpu|old"));
         QCOMPARE(applied("auto", ""), std::string("auto|old"));
@@ -157,6 +157,26 @@ private slots:
         const QString csv = window.validationView()->dataCsv();
         QVERIFY(csv.startsWith(QStringLiteral("point,scheme,budget,metric")));
         QVERIFY2(!csv.contains(QStringLiteral("implementation difference")), qPrintable(csv));
+        // Not vacuous without OpenCL: the implementation columns are filled exactly when a
+        // device ran the implementation run, and then within the validation's tolerance.
+        const auto devices = gpu::listDevices();
+        const bool device = devices && !devices->empty();
+        const QStringList lines = csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 1 + 3 * 2 * 8);
+        QCOMPARE(lines.front().split(QLatin1Char(',')).at(5), QStringLiteral("impl_max_rel_diff"));
+        for (qsizetype i = 1; i < lines.size(); ++i) {
+            const QStringList cells = lines[i].split(QLatin1Char(','));
+            QCOMPARE(cells.size(), 12);
+            if (!device) {
+                QVERIFY2(cells[5].isEmpty() && cells[7].isEmpty(), qPrintable(lines[i]));
+                continue;
+            }
+            bool ok = false;
+            const double diff = cells[5].toDouble(&ok);
+            QVERIFY2(ok && diff >= 0.0 && diff < 1e-2, qPrintable(lines[i]));
+            QVERIFY2(cells[10].startsWith(QStringLiteral("agree")) || cells[10].startsWith(QStringLiteral("seed")),
+                     qPrintable(lines[i]));
+        }
     }
 
     void backendPoolReusesOneBackendPerDevice()
@@ -169,7 +189,7 @@ private slots:
         QVERIFY(pool.get(spec, 2).backend.get() != cpu); // other threads: another
         QCOMPARE(pool.size(), std::size_t{2});
         // A device that does not exist: the CPU fallback, remembered (not reopened per edit).
-        spec.backend = "opencl";
+        spec.backend = BackendKind::OpenCl;
         spec.device = "999";
         app::BackendChoice& missing = pool.get(spec);
         QVERIFY(!missing.warning.empty());
@@ -185,11 +205,11 @@ private slots:
             QSKIP(qPrintable(QStringLiteral("OpenCL device 0 unusable: ") + QString::fromStdString(first.warning)));
         QVERIFY(first.label.rfind("opencl", 0) == 0);
         QCOMPARE(pool.get(spec).backend.get(), first.backend.get());
-        spec.backend = "auto"; // chooses as "opencl" does: the same device, the same backend
+        spec.backend = BackendKind::Auto; // chooses as "opencl" does: the same device, the same backend
         QCOMPARE(pool.get(spec).backend.get(), first.backend.get());
-        spec.backend = "cpu"; // a backend change and back
+        spec.backend = BackendKind::Cpu; // a backend change and back
         QCOMPARE(pool.get(spec).backend.get(), cpu);
-        spec.backend = "opencl";
+        spec.backend = BackendKind::OpenCl;
         QCOMPARE(pool.get(spec).backend.get(), first.backend.get());
         if (devices->size() > 1) { // a device change: a new backend
             spec.device = "1";

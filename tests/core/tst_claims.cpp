@@ -2,7 +2,7 @@
 // Claim evaluation: verdict rules, criteria, the rotated marginal, and verdicts that follow the measured numbers.
 #include "core/analysis/claims.h"
 #include "core/experiment/runner.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "common/approx.h"
 
 #include <QTest>

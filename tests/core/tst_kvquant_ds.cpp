@@ -3,7 +3,7 @@
 // outliers on the outlier_channels regime, and that the whole pipeline runs it.
 #include "core/common/fp16.h"
 #include "core/experiment/runner.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/quant/codec.h"
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Sharding: --shard parsing, trial ids, the partition of the catalog, trials.bin, manifests, the set check, the merge.
 #include "core/experiment/shard.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 
 #include <QTest>
 
@@ -171,7 +171,7 @@ private slots:
         const ExperimentSpec spec = makeSpec(kSweep);
         ExperimentSpec renamed = spec;
         renamed.name = "another name";
-        renamed.backend = "opencl";
+        renamed.backend = BackendKind::OpenCl;
         renamed.device = "1";
         renamed.memoryLimitMb = 123.0;
         QCOMPARE(specHash(renamed), specHash(spec));

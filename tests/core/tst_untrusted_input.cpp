@@ -4,7 +4,7 @@
 // counts alone.
 #include "core/experiment/runner.h"
 #include "core/experiment/shard.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
 #include "core/io/staged_dir.h"
@@ -239,7 +239,7 @@ private slots:
         for (const char* name : {"TQ-KV", "TQ-KQV"})
             spec.schemes.push_back(*findScheme(name));
         SweepAxis axis;
-        axis.parameter = "score_scale";
+        axis.parameter = SweepParameter::ScoreScale;
         for (int i = 0; i < 4000; ++i)
             axis.values.push_back(1.0 + i * 1e-3);
         spec.sweep = {axis};

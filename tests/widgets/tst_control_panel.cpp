@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The control dock: widgets produce the expected spec; loading a spec is not an edit and round-trips exactly (seeds
 // beyond int, values finer than a control); regime widgets come from descriptions.
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "widgets/control_panel.h"
 
 #include <QCheckBox>
@@ -240,7 +240,7 @@ private slots:
         QCOMPARE(paramNumber(edited.regimeParams, "noise"), 0.00123); // not touched: still exact
         QCOMPARE(edited.budgets, (std::vector<int>{4, 2, 8}));
         QCOMPARE(schemeNames(edited), (std::vector<std::string>{"QKQV", "KV", "KIVI"}));
-        QCOMPARE(edited.backend, std::string("auto"));
+        QCOMPARE(edited.backend, BackendKind::Auto);
         QCOMPARE(quint64{edited.firstSeed}, quint64{1099511627783});
     }
 
@@ -251,18 +251,18 @@ private slots:
         const QStringList values{QStringLiteral("cpu"), QStringLiteral("0"), QStringLiteral("1")};
         // A device named by a substring shows as the first device, and stays as named.
         auto spec = *normalizeSpec(defaultSpec());
-        spec.backend = "opencl";
+        spec.backend = BackendKind::OpenCl;
         spec.device = "pthread";
         panel.setBackends(labels, values);
         panel.setSpec(spec);
         QCOMPARE(panel.backendBox()->currentIndex(), 1);
         panel.seedCountBox()->setValue(3);
-        QCOMPARE(panel.spec().backend, std::string("opencl"));
+        QCOMPARE(panel.spec().backend, BackendKind::OpenCl);
         QCOMPARE(panel.spec().device, std::string("pthread"));
         panel.backendBox()->setCurrentIndex(2); // chosen: the box's value
         QCOMPARE(panel.spec().device, std::string("1"));
         panel.backendBox()->setCurrentIndex(0);
-        QCOMPARE(panel.spec().backend, std::string("cpu"));
+        QCOMPARE(panel.spec().backend, BackendKind::Cpu);
         QCOMPARE(panel.spec().device, std::string());
         // Devices listed after loading: the loaded one is selected once it is there.
         ControlPanel late;

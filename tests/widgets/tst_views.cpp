@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Views fed a real result set: series counts, CSV = plotted points, and figure export for papers.
 #include "core/experiment/runner.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "widgets/comparison_view.h"
 #include "widgets/figure_export.h"
 #include "widgets/kl_distribution_view.h"

@@ -8,7 +8,9 @@
 #include "core/rng/rng.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,11 +35,36 @@ struct ComparisonOptions {
 /// One swept parameter: "regime.<name>" (a numeric regime parameter), "d", "tokens",
 /// "queries" or "score_scale", with its values. ("budget" is accepted in a spec and becomes
 /// the budget list when the spec is normalized: budgets are already a trial dimension.)
+enum class SweepParameter { Budget, D, Queries, Regime, ScoreScale, Tokens };
+
 struct SweepAxis {
-    std::string parameter;
+    SweepParameter parameter = SweepParameter::D;
+    std::string regimeKey; ///< the regime parameter, when parameter is Regime
     std::vector<double> values;
     bool operator==(const SweepAxis&) const = default;
+
+    /// "budget", "d", "queries", "regime.<key>", "score_scale" or "tokens" (spec files' names).
+    std::string name() const;
+    /// The axis a spec file's name gives (no values), or nothing when it cannot be swept.
+    static std::optional<SweepAxis> named(std::string_view name);
+    /// d, tokens and queries take integers.
+    bool integral() const;
 };
+
+/// Where a run computes.
+enum class BackendKind {
+    Cpu,    ///< the CPU oracle
+    OpenCl, ///< an OpenCL device (spec.device names it); the CPU, with a warning, when none is usable
+    Auto,   ///< OpenCL when usable, else the CPU quietly
+};
+std::string_view backendKindName(BackendKind b); ///< "cpu", "opencl", "auto"
+/// A backend as a spec file or a command line writes it: a kind, plus the reason when the text is
+/// an exported "cpu (fallback: <reason>)" (which asks for the CPU: the run that wrote it fell back).
+struct BackendText {
+    BackendKind kind = BackendKind::Cpu;
+    std::string fallback;
+};
+std::optional<BackendText> parseBackendText(std::string_view text);
 
 /// A run: regime (with parameters), sizes, schemes, budgets, seeds, engine, backend
 /// (design section 7). Trials walk regime x budget x scheme x seed.
@@ -55,7 +82,10 @@ struct ExperimentSpec {
     std::uint64_t firstSeed = 1;        ///< seeds are firstSeed, firstSeed + 1, ...
     int seedCount = 8;
     EngineKind engine = EngineKind::Mt19937_64;
-    std::string backend = "cpu";        ///< "cpu", "opencl" or "auto"
+    BackendKind backend = BackendKind::Cpu;
+    /// Why a requested OpenCL run ran on the CPU: set on the spec of a result (exports write the
+    /// backend as "cpu (fallback: <reason>)"), never a request.
+    std::string fallback;
     std::string device;                 ///< OpenCL device index or name substring ("" = default)
     MetricOptions metrics;
     ComparisonOptions comparisons;
@@ -63,6 +93,9 @@ struct ExperimentSpec {
     std::vector<SweepAxis> sweep;       ///< grid axes; the run is their Cartesian product (none: one point)
 
     bool operator==(const ExperimentSpec&) const = default;
+
+    /// The backend as exports write it: "cpu", "opencl", "auto" or "cpu (fallback: <reason>)".
+    std::string backendText() const;
 
     /// Grid points: the product of the sweep axes' sizes (1 without a sweep).
     int pointCount() const;

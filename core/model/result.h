@@ -2,7 +2,7 @@
 // What a run produces: per-trial 6D points, per-query metric arrays, capped per-vector samples.
 #pragma once
 
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 
 #include <array>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 
 #include "core/quant/codec.h"
 
@@ -269,7 +269,7 @@ json toJson(const ExperimentSpec& s)
     j["budgets"] = s.budgets;
     j["seeds"] = {{"first", s.firstSeed}, {"count", s.seedCount}};
     j["rng"] = std::string(engineName(s.engine));
-    j["backend"] = s.backend;
+    j["backend"] = s.backendText();
     j["device"] = s.device;
     j["metrics"] = {{"top_k", s.metrics.topK}, {"sample_cap", s.metrics.sampleCap}};
     json pairs = json::array();
@@ -281,7 +281,7 @@ json toJson(const ExperimentSpec& s)
     if (!s.sweep.empty()) {
         json sweep = json::object();
         for (const auto& axis : s.sweep)
-            sweep[axis.parameter] = axis.values;
+            sweep[axis.name()] = axis.values;
         j["sweep"] = sweep;
     }
     return j;
@@ -370,8 +370,13 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
     }
     if (j.contains("rng"))
         s.engine = getEnum<EngineKind>(j["rng"], "rng", engineFromName, "mt19937_64, pcg64");
-    if (j.contains("backend"))
-        s.backend = getString(j["backend"], "backend");
+    if (j.contains("backend")) {
+        // An exported "cpu (fallback: ...)" asks for the CPU: the run that wrote it fell back.
+        const auto parsed = parseBackendText(getString(j["backend"], "backend"));
+        if (!parsed)
+            throw FieldError{"backend", "must be one of cpu, opencl, auto, got " + io::describeJson(j["backend"])};
+        s.backend = parsed->kind;
+    }
     if (j.contains("device")) {
         const json& dev = j["device"];
         s.device = dev.is_number_integer() ? std::to_string(dev.get<long long>()) : getString(dev, "device");
@@ -415,8 +420,10 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
             const std::string field = "sweep." + name;
             if (!values.is_array())
                 throw FieldError{field, "must be an array of numbers"};
-            SweepAxis axis;
-            axis.parameter = name;
+            auto named = SweepAxis::named(name);
+            if (!named)
+                throw FieldError{field, "cannot be swept (sweepable: regime.<parameter>, d, tokens, queries, score_scale, budget)"};
+            SweepAxis axis = std::move(*named);
             for (std::size_t i = 0; i < values.size(); ++i)
                 axis.values.push_back(getNumber(values[i], field + "[" + std::to_string(i) + "]"));
             s.sweep.push_back(std::move(axis));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Spec defaults and validation.
-#include "core/experiment/spec.h"
+#include "core/model/spec.h"
 
 #include "core/common/format.h"
 #include "core/io/json_text.h"
@@ -59,22 +59,107 @@ std::vector<double> ExperimentSpec::pointValues(int point) const
 
 namespace {
 
-/// Applies one swept value to a spec.
-void applySweepValue(ExperimentSpec& s, const std::string& parameter, double v)
+/// Applies one swept value to a spec (a budget axis is folded into the budget list by normalizeSpec).
+void applySweepValue(ExperimentSpec& s, const SweepAxis& axis, double v)
 {
-    if (parameter == "d")
+    switch (axis.parameter) {
+    case SweepParameter::D:
         s.d = static_cast<int>(v);
-    else if (parameter == "tokens")
+        break;
+    case SweepParameter::Tokens:
         s.tokens = static_cast<int>(v);
-    else if (parameter == "queries")
+        break;
+    case SweepParameter::Queries:
         s.queries = static_cast<int>(v);
-    else if (parameter == "score_scale")
+        break;
+    case SweepParameter::ScoreScale:
         s.scoreScale = v;
-    else if (parameter.rfind("regime.", 0) == 0)
-        s.regimeParams[parameter.substr(7)] = v;
+        break;
+    case SweepParameter::Regime:
+        s.regimeParams[axis.regimeKey] = v;
+        break;
+    case SweepParameter::Budget:
+        s.budgets = {static_cast<int>(v)};
+        break;
+    }
 }
 
 } // namespace
+
+std::string SweepAxis::name() const
+{
+    switch (parameter) {
+    case SweepParameter::Budget:
+        return "budget";
+    case SweepParameter::D:
+        return "d";
+    case SweepParameter::Queries:
+        return "queries";
+    case SweepParameter::Regime:
+        return "regime." + regimeKey;
+    case SweepParameter::ScoreScale:
+        return "score_scale";
+    case SweepParameter::Tokens:
+        return "tokens";
+    }
+    return {};
+}
+
+std::optional<SweepAxis> SweepAxis::named(std::string_view name)
+{
+    SweepAxis axis;
+    constexpr std::string_view regime = "regime.";
+    if (name.size() > regime.size() && name.substr(0, regime.size()) == regime) {
+        axis.parameter = SweepParameter::Regime;
+        axis.regimeKey = std::string(name.substr(regime.size()));
+        return axis;
+    }
+    for (auto p : {SweepParameter::Budget, SweepParameter::D, SweepParameter::Queries, SweepParameter::ScoreScale,
+                   SweepParameter::Tokens}) {
+        axis.parameter = p;
+        if (axis.name() == name)
+            return axis;
+    }
+    return std::nullopt;
+}
+
+bool SweepAxis::integral() const
+{
+    return parameter == SweepParameter::D || parameter == SweepParameter::Tokens || parameter == SweepParameter::Queries;
+}
+
+std::string_view backendKindName(BackendKind b)
+{
+    switch (b) {
+    case BackendKind::Cpu:
+        return "cpu";
+    case BackendKind::OpenCl:
+        return "opencl";
+    case BackendKind::Auto:
+        return "auto";
+    }
+    return "cpu";
+}
+
+std::optional<BackendText> parseBackendText(std::string_view text)
+{
+    for (auto b : {BackendKind::Cpu, BackendKind::OpenCl, BackendKind::Auto})
+        if (text == backendKindName(b))
+            return BackendText{b, {}};
+    constexpr std::string_view prefix = "cpu (fallback: ";
+    if (text.size() > prefix.size() && text.substr(0, prefix.size()) == prefix && text.back() == ')')
+        return BackendText{BackendKind::Cpu, std::string(text.substr(prefix.size(), text.size() - prefix.size() - 1))};
+    if (text.substr(0, std::string_view("cpu (fallback").size()) == "cpu (fallback")
+        return BackendText{BackendKind::Cpu, std::string(text.substr(3))};
+    return std::nullopt;
+}
+
+std::string ExperimentSpec::backendText() const
+{
+    if (!fallback.empty())
+        return "cpu (fallback: " + fallback + ")";
+    return std::string(backendKindName(backend));
+}
 
 ExperimentSpec ExperimentSpec::pointSpec(int point) const
 {
@@ -83,7 +168,7 @@ ExperimentSpec ExperimentSpec::pointSpec(int point) const
     const auto axes = gridAxes();
     const auto values = pointValues(point);
     for (std::size_t i = 0; i < axes.size(); ++i)
-        applySweepValue(s, axes[i]->parameter, values[i]);
+        applySweepValue(s, *axes[i], values[i]);
     return s;
 }
 
@@ -93,7 +178,7 @@ std::string ExperimentSpec::pointLabel(int point) const
     const auto values = pointValues(point);
     std::string label;
     for (std::size_t i = 0; i < axes.size(); ++i) {
-        std::string name = axes[i]->parameter.rfind("regime.", 0) == 0 ? axes[i]->parameter.substr(7) : axes[i]->parameter;
+        const std::string name = axes[i]->parameter == SweepParameter::Regime ? axes[i]->regimeKey : axes[i]->name();
         label += (label.empty() ? "" : ", ") + name + " = " + formatNumber(values[i]);
     }
     return label;
@@ -175,11 +260,6 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         return outOfRange("metrics.sample_cap", 0, L::kMaxSampleCap, spec.metrics.sampleCap);
     if (!std::isfinite(spec.memoryLimitMb) || spec.memoryLimitMb < 0.0)
         return Error{"memory_limit_mb", "must be >= 0 (0 means half of physical memory), got " + num(spec.memoryLimitMb)};
-    // A spec exported after a fallback says "cpu (fallback: <reason>)": it reruns on the CPU.
-    if (spec.backend.rfind("cpu (fallback", 0) == 0)
-        spec.backend = "cpu";
-    if (spec.backend != "cpu" && spec.backend != "opencl" && spec.backend != "auto")
-        return Error{"backend", "must be one of cpu, opencl, auto, got '" + spec.backend + "'"};
 
     const Regime* regime = findRegime(spec.regime);
     if (!regime)
@@ -193,17 +273,14 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
     // The sweep: known parameters, values that pass the same checks as the fields they set.
     // Axes are kept sorted by name (as JSON objects are), so the grid order is canonical.
     std::sort(spec.sweep.begin(), spec.sweep.end(),
-              [](const SweepAxis& a, const SweepAxis& b) { return a.parameter < b.parameter; });
+              [](const SweepAxis& a, const SweepAxis& b) { return a.name() < b.name(); });
     std::set<std::string> seenAxes;
     long long points = 1;
     for (const SweepAxis& axis : spec.sweep) {
-        const std::string field = "sweep." + axis.parameter;
-        const bool known = axis.parameter == "d" || axis.parameter == "tokens" || axis.parameter == "queries"
-                           || axis.parameter == "score_scale" || axis.parameter == "budget"
-                           || axis.parameter.rfind("regime.", 0) == 0;
-        if (!known)
-            return Error{field, "cannot be swept (sweepable: regime.<parameter>, d, tokens, queries, score_scale, budget)"};
-        if (!seenAxes.insert(axis.parameter).second)
+        const std::string field = "sweep." + axis.name();
+        if (axis.parameter == SweepParameter::Regime && axis.regimeKey.empty())
+            return Error{field, "name the regime parameter: regime.<parameter>"};
+        if (!seenAxes.insert(axis.name()).second)
             return Error{field, "is swept twice"};
         if (axis.values.empty())
             return Error{field, "give at least one value"};
@@ -218,24 +295,19 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
             for (std::size_t k = 0; k < axis.values.size(); ++k) {
                 ExperimentSpec one = base;
                 const double v = axis.values[k];
-                const std::string field = "sweep." + axis.parameter + "[" + std::to_string(k) + "]";
-                if (axis.parameter == "budget") {
-                    one.budgets = {static_cast<int>(v)};
-                    if (v != std::floor(v))
-                        return Error{field, "must be an integer in [2, 8], got " + num(v)};
-                } else {
-                    applySweepValue(one, axis.parameter, v);
-                    const bool integral = axis.parameter == "d" || axis.parameter == "tokens" || axis.parameter == "queries";
-                    if (integral && v != std::floor(v))
-                        return Error{field, "must be an integer, got " + num(v)};
-                }
-                if (axis.parameter.rfind("regime.", 0) == 0) {
+                const std::string field = "sweep." + axis.name() + "[" + std::to_string(k) + "]";
+                applySweepValue(one, axis, v);
+                if (axis.parameter == SweepParameter::Budget && v != std::floor(v))
+                    return Error{field, "must be an integer in [2, 8], got " + num(v)};
+                if (axis.integral() && v != std::floor(v))
+                    return Error{field, "must be an integer, got " + num(v)};
+                if (axis.parameter == SweepParameter::Regime) {
                     const Regime* r = findRegime(one.regime);
-                    const std::string key = axis.parameter.substr(7);
+                    const std::string& key = axis.regimeKey;
                     const auto& descs = r ? r->params() : std::vector<ParamDesc>{};
                     const auto it = std::find_if(descs.begin(), descs.end(), [&](const ParamDesc& p) { return p.key == key; });
                     if (it == descs.end() || it->kind == ParamDesc::Kind::Choice || it->kind == ParamDesc::Kind::Text)
-                        return Error{"sweep." + axis.parameter, "is not a numeric parameter of regime '" + one.regime + "'"};
+                        return Error{"sweep." + axis.name(), "is not a numeric parameter of regime '" + one.regime + "'"};
                 }
                 auto checked = normalizeSpec(one, inputs);
                 if (!checked)
@@ -246,7 +318,7 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
 
     // Budget is already a trial dimension: a swept budget is the budget list.
     if (const auto it = std::find_if(spec.sweep.begin(), spec.sweep.end(),
-                                     [](const SweepAxis& a) { return a.parameter == "budget"; });
+                                     [](const SweepAxis& a) { return a.parameter == SweepParameter::Budget; });
         it != spec.sweep.end()) {
         spec.budgets.clear();
         for (double v : it->values)

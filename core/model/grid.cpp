@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/model/grid.h"
+
+#include <algorithm>
+
+namespace kvlens {
+
+namespace {
+const std::vector<const TrialResult*> kEmpty;
+}
+
+TrialCells::TrialCells(const ResultSet& results) : m_shape(results.spec), m_budgets(results.spec.budgets)
+{
+    m_cells.resize(static_cast<std::size_t>(m_shape.cellCount()));
+    for (const TrialResult& t : results.trials) {
+        const int b = budgetIndex(t.key.budget);
+        if (b < 0 || t.key.point < 0 || t.key.point >= m_shape.points || t.key.scheme < 0 || t.key.scheme >= m_shape.schemes)
+            continue;
+        m_cells[static_cast<std::size_t>(m_shape.cellIndex(t.key.point, b, t.key.scheme))].push_back(&t);
+    }
+    for (auto& cell : m_cells)
+        std::stable_sort(cell.begin(), cell.end(), [](auto* a, auto* b) { return a->key.seedIndex < b->key.seedIndex; });
+}
+
+int TrialCells::budgetIndex(int budget) const
+{
+    const auto it = std::find(m_budgets.begin(), m_budgets.end(), budget);
+    return it == m_budgets.end() ? -1 : static_cast<int>(it - m_budgets.begin());
+}
+
+const std::vector<const TrialResult*>& TrialCells::at(int point, int budgetIndex, int scheme) const
+{
+    if (point < 0 || point >= m_shape.points || budgetIndex < 0 || budgetIndex >= m_shape.budgets || scheme < 0
+        || scheme >= m_shape.schemes)
+        return kEmpty;
+    return m_cells[static_cast<std::size_t>(m_shape.cellIndex(point, budgetIndex, scheme))];
+}
+
+const std::vector<const TrialResult*>& TrialCells::atBudget(int point, int budget, int scheme) const
+{
+    return at(point, budgetIndex(budget), scheme);
+}
+
+} // namespace kvlens
