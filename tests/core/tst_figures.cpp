@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Figure data: seed intervals, KL ECDFs and log bins, recall intervals, the theory rows.
 #include "core/experiment/runner.h"
-#include "core/experiment/spec_json.h"
+#include "core/model/spec_json.h"
 #include "core/analysis/figures.h"
 #include "common/approx.h"
 
 #include <QTest>
+
+#include <algorithm>
+#include <numeric>
 
 #include <cmath>
 #include <numbers>
@@ -50,11 +53,39 @@ private slots:
             for (double d : k.density)
                 mass += d;
             KVLENS_COMPARE_ABS(mass + static_cast<double>(k.zeros) / 128.0, 1.0, 1e-9);
-            QVERIFY(k.median <= k.p99 && k.p99 <= k.max);
+            // The cell's pooled KL, recomputed here: median and p99 by linear interpolation
+            // between order statistics (type 7), found with nth_element rather than a sort.
+            std::vector<double> pooled;
+            for (const TrialResult& t : results->trials)
+                if (t.key.point == k.point && t.key.scheme == k.scheme && t.key.budget == k.budget)
+                    pooled.insert(pooled.end(), t.kl.begin(), t.kl.end());
+            QCOMPARE(pooled.size(), std::size_t{128});
+            auto order = [&](std::size_t i) {
+                std::vector<double> v = pooled;
+                std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+                return v[i];
+            };
+            KVLENS_COMPARE_ABS(k.median, 0.5 * (order(63) + order(64)), 1e-15);
+            KVLENS_COMPARE_ABS(k.p99, order(125) + 0.73 * (order(126) - order(125)), 1e-12); // h = 127 x 0.99
+            QCOMPARE(k.max, *std::max_element(pooled.begin(), pooled.end()));
+            KVLENS_COMPARE_REL(k.mean, std::accumulate(pooled.begin(), pooled.end(), 0.0) / 128.0, 1e-12);
         }
         for (const auto& r : f.recall) {
             QCOMPARE(r.recall.n, 4);
-            QVERIFY(r.recall.low <= r.recall.mean && r.recall.mean <= r.recall.high);
+            // Mean over seeds of each trial's mean recall, and the normal 95% interval of that mean.
+            std::vector<double> perSeed;
+            for (const TrialResult& t : results->trials)
+                if (t.key.point == r.point && t.key.scheme == r.scheme && t.key.budget == r.budget)
+                    perSeed.push_back(std::accumulate(t.recall.begin(), t.recall.end(), 0.0) / double(t.recall.size()));
+            QCOMPARE(perSeed.size(), std::size_t{4});
+            const double mean = std::accumulate(perSeed.begin(), perSeed.end(), 0.0) / 4.0;
+            double ss = 0.0;
+            for (double v : perSeed)
+                ss += (v - mean) * (v - mean);
+            const double half = 1.959963984540054 * std::sqrt(ss / 3.0) / 2.0;
+            KVLENS_COMPARE_ABS(r.recall.mean, mean, 1e-12);
+            KVLENS_COMPARE_ABS(r.recall.low, mean - half, 1e-12);
+            KVLENS_COMPARE_ABS(r.recall.high, mean + half, 1e-12);
             QVERIFY(r.recall.mean > 0.0 && r.recall.mean <= 1.0);
         }
         for (const auto& t : f.theory) {

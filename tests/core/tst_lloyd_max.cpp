@@ -86,9 +86,20 @@ private slots:
         QVERIFY(cb.converged);
         QCOMPARE(cb.levelCount(), 1 << bits);
         QCOMPARE(static_cast<int>(cb.thresholds.size()), (1 << bits) - 1);
-        for (std::size_t i = 0; i + 1 < cb.levels.size(); ++i) {
+        for (std::size_t i = 0; i + 1 < cb.levels.size(); ++i)
             QVERIFY(cb.levels[i] < cb.levels[i + 1]);
-            KVLENS_COMPARE_ABS(cb.thresholds[i], 0.5 * (cb.levels[i] + cb.levels[i + 1]), 1e-15);
+        // Nearest-neighbour condition, checked against a brute-force argmin rather than against
+        // the midpoint rule the designer writes: the encoder's cell holds the nearest level.
+        const double spread = law == 0 ? std::min(1.0, 4.0 / std::sqrt(double(std::max(dim, 1)))) : 4.0 / std::sqrt(double(std::max(dim, 1)));
+        for (int k = 0; k <= 20000; ++k) {
+            const auto x = static_cast<float>(-spread + 2.0 * spread * k / 20000.0);
+            const int code = cb.encode(x);
+            double best = 1e300;
+            for (float level : cb.levelsF)
+                best = std::min(best, std::abs(double(x) - level));
+            const double chosen = std::abs(double(x) - cb.levelsF[static_cast<std::size_t>(code)]);
+            if (chosen > best + 1e-6)
+                QFAIL(qPrintable(QStringLiteral("x = %1 coded to level %2, not the nearest").arg(x).arg(code)));
         }
         for (std::size_t i = 0; i < cb.levels.size(); ++i)
             KVLENS_COMPARE_ABS(cb.levels[i], -cb.levels[cb.levels.size() - 1 - i], 1e-15);
