@@ -63,7 +63,7 @@ void registerWorkerTypes()
     qRegisterMetaType<kvlens::widgets::ValidationData>("kvlens::widgets::ValidationData");
 }
 
-ExperimentWorker::ExperimentWorker(std::shared_ptr<std::atomic<quint64>> generation, QObject* parent)
+ExperimentWorker::ExperimentWorker(std::shared_ptr<const std::atomic<quint64>> generation, QObject* parent)
     : QObject(parent), m_generation(std::move(generation))
 {
 }

@@ -24,7 +24,7 @@ namespace kvlens::app {
 class ExperimentWorker : public QObject {
     Q_OBJECT
 public:
-    explicit ExperimentWorker(std::shared_ptr<std::atomic<quint64>> generation, QObject* parent = nullptr);
+    explicit ExperimentWorker(std::shared_ptr<const std::atomic<quint64>> generation, QObject* parent = nullptr);
 
     /// Minimum time between partial snapshots, in milliseconds.
     static constexpr int kSnapshotIntervalMs = 200;
@@ -52,7 +52,7 @@ signals:
     void validationFinished(quint64 id, const kvlens::widgets::ValidationData& data, const QString& error);
 
 private:
-    std::shared_ptr<std::atomic<quint64>> m_generation;
+    std::shared_ptr<const std::atomic<quint64>> m_generation;
     std::string m_reportedFallback; ///< the last OpenCL fallback reason told on stderr (once per reason)
     BackendPool m_backends;         ///< one backend per kind and device: edits rerun without reopening OpenCL
 };

@@ -45,7 +45,7 @@ QSettings settings()
 } // namespace
 
 MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
-    : QMainWindow(parent), m_generation(std::make_shared<std::atomic<quint64>>(0)), m_restoreSettings(restoreSettings)
+    : QMainWindow(parent), m_restoreSettings(restoreSettings)
 {
     registerWorkerTypes();
     setWindowTitle(QStringLiteral("KVLens"));
@@ -90,7 +90,7 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     statusBar()->addPermanentWidget(m_progress);
 
     // The worker and its thread: requests and results are value types through queued signals.
-    m_worker = new ExperimentWorker(m_generation);
+    m_worker = new ExperimentWorker(m_jobs.generation());
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     connect(this, &MainWindow::requestRun, m_worker, &ExperimentWorker::run, Qt::QueuedConnection);
@@ -135,7 +135,7 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
 MainWindow::~MainWindow()
 {
     // Cancel any run and join the worker thread (closeEvent does the same for a shown window).
-    m_generation->fetch_add(1);
+    m_jobs.cancel();
     m_thread.quit();
     m_thread.wait();
 }
@@ -227,14 +227,14 @@ void MainWindow::startRun()
         setMessage(QString::fromStdString(spec.error().text()), true);
         return;
     }
-    // Bumping the generation cancels the running request; the worker drops stale ones.
-    m_requestId = m_generation->fetch_add(1) + 1;
+    // Starting a job cancels the running request; the worker drops stale ones.
+    const quint64 requestId = m_jobs.start();
     m_running = true;
     m_controls->setRunning(true);
     m_progress->setRange(0, static_cast<int>(std::min<long long>(spec->trialCount(), 1 << 30)));
     m_progress->setValue(0);
     setMessage(QStringLiteral("running…"), false);
-    emit requestRun(m_requestId, *spec);
+    emit requestRun(requestId, *spec);
 }
 
 void MainWindow::populateBackends()
@@ -263,17 +263,17 @@ void MainWindow::startValidation()
         setMessage(QString::fromStdString(spec.error().text()), true);
         return;
     }
-    m_requestId = m_generation->fetch_add(1) + 1;
+    const quint64 requestId = m_jobs.start();
     m_running = true;
     m_controls->setRunning(true);
     m_validation->setBusy(true, QStringLiteral("validating: CPU, OpenCL, and the other RNG…"));
     m_tabs->setCurrentWidget(m_validation);
-    emit requestValidation(m_requestId, *spec);
+    emit requestValidation(requestId, *spec);
 }
 
 void MainWindow::onValidationFinished(quint64 id, const widgets::ValidationData& data, const QString& error)
 {
-    if (id != m_requestId) {
+    if (!m_jobs.isNewest(id)) {
         m_validation->setBusy(false);
         return;
     }
@@ -294,7 +294,7 @@ void MainWindow::cancelRun()
     m_debounce.stop();
     if (!m_running)
         return;
-    m_generation->fetch_add(1); // the worker stops within one trial
+    m_jobs.cancel(); // the worker stops within one trial
     m_running = false;
     m_controls->setRunning(false);
     setMessage(QStringLiteral("cancelled; finished trials stay drawn"), false);
@@ -302,7 +302,7 @@ void MainWindow::cancelRun()
 
 void MainWindow::onStarted(quint64 id, const QString& backend, qint64 total)
 {
-    if (id != m_requestId)
+    if (!m_jobs.isNewest(id))
         return;
     m_backendLabel = backend;
     m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
@@ -310,7 +310,7 @@ void MainWindow::onStarted(quint64 id, const QString& backend, qint64 total)
 
 void MainWindow::onProgress(quint64 id, qint64 done, qint64 total)
 {
-    if (id != m_requestId)
+    if (!m_jobs.isNewest(id))
         return;
     m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
     m_progress->setValue(static_cast<int>(std::min<qint64>(done, 1 << 30)));
@@ -318,7 +318,7 @@ void MainWindow::onProgress(quint64 id, qint64 done, qint64 total)
 
 void MainWindow::onPartial(quint64 id, const widgets::ViewData& data)
 {
-    if (id != m_requestId)
+    if (!m_jobs.isNewest(id))
         return; // a stale run's snapshot
     showData(data);
 }
@@ -327,7 +327,7 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
 {
     // Only the current request updates the window; a run stopped by Cancel keeps its id, so
     // what it finished is still drawn, while a run superseded by a newer request is dropped.
-    if (id != m_requestId)
+    if (!m_jobs.isNewest(id))
         return;
     m_running = false;
     m_controls->setRunning(false);
@@ -503,7 +503,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
 {
     // Cancel-then-wait: the worker stops within one trial, then the thread is joined.
     m_debounce.stop();
-    m_generation->fetch_add(1);
+    m_jobs.cancel();
     m_thread.quit();
     m_thread.wait();
     if (m_restoreSettings) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/model/spec.h"
+#include "widgets/job_tracker.h"
 #include "widgets/view_data.h"
 
 #include <QMainWindow>
@@ -42,7 +43,7 @@ public:
     QTabWidget* tabs() const { return m_tabs; }
     const widgets::ViewData& lastData() const { return m_data; }
     bool isRunning() const { return m_running; }
-    quint64 currentRequest() const { return m_requestId; }
+    quint64 currentRequest() const { return m_jobs.newest(); }
     /// The worker (on its own thread, holding the session's backends); for tests between runs.
     const ExperimentWorker* worker() const { return m_worker; }
 
@@ -107,8 +108,7 @@ private:
     QTimer m_debounce;
     QThread m_thread;
     ExperimentWorker* m_worker = nullptr;
-    std::shared_ptr<std::atomic<quint64>> m_generation;
-    quint64 m_requestId = 0;
+    widgets::JobTracker m_jobs; ///< runs and validations: the newest is the one shown
     bool m_running = false;
     bool m_restoreSettings = true;
     QString m_backendLabel;

@@ -29,11 +29,6 @@ int ExportOptions::heightPoints() const
     return static_cast<int>(std::lround(widthInches * aspect * 72.0));
 }
 
-int ExportOptions::pngWidthPixels() const
-{
-    return static_cast<int>(std::lround(widthInches * dpi));
-}
-
 int ExportOptions::pngHeightPixels() const
 {
     return static_cast<int>(std::lround(widthInches * aspect * dpi));

@@ -26,8 +26,7 @@ struct ExportOptions {
     /// Width and height in points (1/72 in), the unit of the PDF and SVG page.
     int widthPoints() const;
     int heightPoints() const;
-    /// PNG size in pixels: width and height in inches times dpi.
-    int pngWidthPixels() const;
+    /// PNG height in pixels: the height in inches times dpi (the width is widthInches x dpi).
     int pngHeightPixels() const;
 };
 

@@ -3,7 +3,7 @@
 #include "widgets/teaching_view.h"
 
 #include <QComboBox>
-#include <QElapsedTimer>
+#include <QEventLoop>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -12,7 +12,6 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
-#include <QThread>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
@@ -99,7 +98,7 @@ QCPBars* addBars(PlotWidget* plot, QCPAxisRect* rect, const QString& name, const
 } // namespace
 
 TeachingView::TeachingView(QWidget* parent)
-    : ResultView(parent), m_cancel(std::make_shared<std::atomic<bool>>(false))
+    : ResultView(parent)
 {
     setPointSelectable(false);
     // Each panel has its own legend, filled by redraw().
@@ -192,7 +191,7 @@ TeachingView::TeachingView(QWidget* parent)
 TeachingView::~TeachingView()
 {
     // The running computation owns copies of its inputs; the flag only makes it stop early.
-    m_cancel->store(true);
+    m_jobs.cancel();
 }
 
 QString TeachingView::viewDescription() const
@@ -270,13 +269,13 @@ TeachingConfig TeachingView::config() const
 
 bool TeachingView::isComputing() const
 {
-    return m_debounce.isActive() || m_accepted != m_request;
+    return m_debounce.isActive() || !m_jobs.settled();
 }
 
 void TeachingView::scheduleCompute()
 {
     // A newer request makes the running one pointless: stop it now, start the new one after the debounce.
-    m_cancel->store(true);
+    m_jobs.cancel();
     m_debounce.start();
     updateLabels();
 }
@@ -284,11 +283,9 @@ void TeachingView::scheduleCompute()
 void TeachingView::startCompute()
 {
     m_debounce.stop();
-    m_cancel->store(true);
-    m_cancel = std::make_shared<std::atomic<bool>>(false);
-    const quint64 id = ++m_request;
+    const quint64 id = m_jobs.start(); // cancels the running one
     const TeachingConfig cfg = config();
-    auto cancel = m_cancel;
+    auto cancel = m_jobs.cancelFlag();
     auto* watcher = new QFutureWatcher<TeachingOutcome>(this);
     connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
         if (m_watcher == watcher)
@@ -314,9 +311,8 @@ void TeachingView::startCompute()
 void TeachingView::accept(const TeachingOutcome& outcome)
 {
     // Stale (an older request, or one already drawn by waitUntilDrawn): drop it.
-    if (outcome.request != m_request || outcome.request <= m_accepted)
+    if (!m_jobs.accept(outcome.request))
         return;
-    m_accepted = outcome.request;
     m_error = outcome.error;
     if (outcome.result)
         m_result = outcome.result;
@@ -330,21 +326,25 @@ bool TeachingView::waitUntilDrawn(int timeoutMs)
 {
     if (m_debounce.isActive())
         startCompute();
-    if (m_accepted == m_request)
+    if (m_jobs.settled())
         return true;
     if (!m_watcher)
         return false;
-    const QFuture<TeachingOutcome> future = m_watcher->future();
-    QElapsedTimer clock;
-    clock.start();
-    // The computation runs on a pool thread; this thread only waits for it.
-    while (!future.isFinished()) {
-        if (clock.elapsed() > timeoutMs)
-            return false;
-        QThread::msleep(2);
+    // The computation runs on a pool thread; this thread sleeps in an event loop until the
+    // watcher reports (its handler draws the result) or the time is up. No polling.
+    QFutureWatcher<TeachingOutcome>* watcher = m_watcher;
+    if (!watcher->isFinished()) {
+        QEventLoop loop;
+        QTimer timeout;
+        timeout.setSingleShot(true);
+        connect(watcher, &QFutureWatcherBase::finished, &loop, &QEventLoop::quit);
+        connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
+        timeout.start(timeoutMs);
+        loop.exec(QEventLoop::ExcludeUserInputEvents);
     }
-    accept(future.result());
-    return m_accepted == m_request;
+    if (!m_jobs.settled() && watcher == m_watcher && watcher->isFinished())
+        accept(watcher->result());
+    return m_jobs.settled();
 }
 
 void TeachingView::updateLabels()

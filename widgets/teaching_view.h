@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/metrics/teaching.h"
+#include "widgets/job_tracker.h"
 #include "widgets/result_view.h"
 
 #include <QFutureWatcher>
@@ -82,7 +83,7 @@ public:
     /// True while a computation is pending or running.
     bool isComputing() const;
     /// Requests issued so far (each slider move after the debounce is one).
-    quint64 requestCount() const { return m_request; }
+    quint64 requestCount() const { return m_jobs.newest(); }
 
     /// Score scale of a slider position (0.25 steps from 0.25 to 4).
     static double scaleAt(int position) { return 0.25 * position; }
@@ -115,9 +116,7 @@ private:
     QTimer m_debounce;
 
     int m_stage = ScoreNoise;
-    quint64 m_request = 0;   ///< id of the newest request
-    quint64 m_accepted = 0;  ///< id of the result drawn
-    std::shared_ptr<std::atomic<bool>> m_cancel; ///< cancel flag of the newest request
+    JobTracker m_jobs;       ///< the newest request, its cancel flag, the result drawn
     QFutureWatcher<TeachingOutcome>* m_watcher = nullptr; ///< watches the newest request
     std::shared_ptr<const TeachingResult> m_result;
     QString m_error;

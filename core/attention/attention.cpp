@@ -39,6 +39,38 @@ void softmaxRows(const RowMatrixXf& scores, RowMatrixXf& probs, std::vector<doub
     }
 }
 
+double logSumExp(std::span<const float> s)
+{
+    const double m = *std::max_element(s.begin(), s.end());
+    double sum = 0.0;
+    for (float v : s)
+        sum += std::exp(static_cast<double>(v) - m);
+    return m + std::log(sum);
+}
+
+std::vector<double> softmaxVector(std::span<const float> scores)
+{
+    std::vector<double> p(scores.size());
+    if (scores.empty())
+        return p;
+    const double m = *std::max_element(scores.begin(), scores.end());
+    double sum = 0.0;
+    for (std::size_t j = 0; j < scores.size(); ++j)
+        sum += (p[j] = std::exp(static_cast<double>(scores[j]) - m));
+    for (double& v : p)
+        v /= sum;
+    return p;
+}
+
+double klFromScores(std::span<const double> p, std::span<const float> s, std::span<const float> sHat)
+{
+    const double shift = logSumExp(s) - logSumExp(sHat);
+    double kl = 0.0;
+    for (std::size_t j = 0; j < p.size(); ++j)
+        kl += p[j] * ((static_cast<double>(s[j]) - sHat[j]) - shift);
+    return std::max(0.0, kl);
+}
+
 void attentionOutput(const RowMatrixXf& probs, const Eigen::Ref<const RowMatrixXf>& values, RowMatrixXf& output)
 {
     output.noalias() = probs * values;

@@ -26,16 +26,6 @@ public:
     virtual void trialFinished(const TrialResult& trial) { (void)trial; }
 };
 
-/// A Progress whose cancel flag can be set from any thread.
-class CancelFlag : public Progress {
-public:
-    void cancel() { m_cancelled.store(true); }
-    bool cancelled() const override { return m_cancelled.load(); }
-
-private:
-    std::atomic<bool> m_cancelled{false};
-};
-
 /// Estimated peak memory of a run (bytes), from the sizes alone, before anything is allocated.
 struct MemoryEstimate {
     double perGroupBytes = 0.0;  ///< data, exact attention and one trial's working buffers

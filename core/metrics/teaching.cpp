@@ -31,27 +31,6 @@ Error cancelledError()
     return Error{"teaching", "cancelled"};
 }
 
-/// log sum_j exp(s_j), shifted by the maximum.
-double logSumExp(std::span<const float> s)
-{
-    const double m = *std::max_element(s.begin(), s.end());
-    double sum = 0.0;
-    for (float v : s)
-        sum += std::exp(static_cast<double>(v) - m);
-    return m + std::log(sum);
-}
-
-/// KL(p || p^) from the scores: log p_j - log p^_j = (s_j - s^_j) - (lse - lse^), so no log
-/// of a tiny weight is taken; round-off below zero is clamped.
-double klFromScores(std::span<const double> p, std::span<const float> s, std::span<const float> sHat)
-{
-    const double shift = logSumExp(s) - logSumExp(sHat);
-    double kl = 0.0;
-    for (std::size_t j = 0; j < p.size(); ++j)
-        kl += p[j] * ((static_cast<double>(s[j]) - sHat[j]) - shift);
-    return std::max(0.0, kl);
-}
-
 /// sum_j w_j x_j in double (w: N, x: N x d).
 Eigen::VectorXd weightedSum(std::span<const double> w, const Eigen::Ref<const RowMatrixXf>& x)
 {
@@ -89,20 +68,6 @@ Result<Dataset> drawData(const std::string& regimeName, const RegimeParams& give
 }
 
 } // namespace
-
-std::vector<double> softmaxVector(std::span<const float> scores)
-{
-    std::vector<double> p(scores.size());
-    if (scores.empty())
-        return p;
-    const double m = *std::max_element(scores.begin(), scores.end());
-    double sum = 0.0;
-    for (std::size_t j = 0; j < scores.size(); ++j)
-        sum += (p[j] = std::exp(static_cast<double>(scores[j]) - m));
-    for (double& v : p)
-        v /= sum;
-    return p;
-}
 
 double effectiveTokens(std::span<const double> probs)
 {

@@ -2,6 +2,7 @@
 // The teaching view's numerics: one query's chain score noise -> softmax -> KL -> output, and the value-path contrast.
 #pragma once
 
+#include "core/attention/attention.h"
 #include "core/common/result.h"
 #include "core/common/types.h"
 #include "core/regimes/regime.h"
@@ -48,8 +49,7 @@ ScoreNoiseChain scoreNoiseChain(std::span<const float> scores, std::span<const f
                                 const Eigen::Ref<const RowMatrixXf>& values,
                                 const Eigen::Ref<const RowMatrixXf>& valuesHat);
 
-/// p = softmax(s) in double, shifted by the maximum so no exponent overflows.
-std::vector<double> softmaxVector(std::span<const float> scores);
+// softmaxVector, logSumExp and klFromScores are core/attention's (one softmax for the project).
 
 /// Effective number of tokens a weight vector reads: N_eff = 1 / sum_j p_j^2 (1 for one-hot, N for uniform).
 double effectiveTokens(std::span<const double> probs);

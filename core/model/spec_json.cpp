@@ -457,11 +457,6 @@ std::string specToJson(const ExperimentSpec& spec, int indent)
     return io::dumpJson(toJson(spec), indent);
 }
 
-std::string schemeToJson(const SchemeConfig& scheme)
-{
-    return io::dumpJson(schemeJson(scheme));
-}
-
 Result<ExperimentSpec> loadSpecFile(const std::string& path, InputCheck inputs)
 {
     // Only a regular file below the cap: `--batch /dev/zero` is refused, not read until memory runs out.

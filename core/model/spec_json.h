@@ -27,7 +27,5 @@ std::string specToJson(const ExperimentSpec& spec, int indent = 2);
 /// io::kMaxSpecBytes is read (a device or FIFO is refused before reading).
 Result<ExperimentSpec> loadSpecFile(const std::string& path, InputCheck inputs = InputCheck::Full);
 
-/// The JSON of one scheme (a name for built-in schemes, an object with "k" and "v" otherwise).
-std::string schemeToJson(const SchemeConfig& scheme);
 
 } // namespace kvlens

@@ -5,6 +5,8 @@
 
 #include <QTest>
 
+#include <numbers>
+
 #include <cmath>
 #include <numeric>
 
@@ -184,7 +186,9 @@ private slots:
               qkqv.chain.jensenFactor, qkqv.chain.measuredInflation, kqv.chain.outputError, qkqv.chain.outputError,
               kqv.chain.keyOutputError, qkqv.chain.keyOutputError, kqv.chain.valueOutputError);
         // Paper A: "(n-1)-bit scalar + QJL" has about 2 pi times the score variance of the n-bit scalar.
-        KVLENS_VERIFY_IN_RANGE(qkqv.chain.varianceDeltaS / kqv.chain.varianceDeltaS, 3.0, 12.0);
+        // One query over 1024 tokens measures 7.88 at this seed; within 35% of 2 pi (the range
+        // [3, 12] this replaces passed for anything from half to twice the claim).
+        KVLENS_COMPARE_REL(qkqv.chain.varianceDeltaS / kqv.chain.varianceDeltaS, 2.0 * std::numbers::pi, 0.35);
         QVERIFY(qkqv.chain.kl > kqv.chain.kl);
         QVERIFY(qkqv.chain.keyOutputError > kqv.chain.keyOutputError);
         // The two schemes store values the same way (same plan, same seed streams).
@@ -207,7 +211,12 @@ private slots:
         QCOMPARE(r->topTokens.size(), std::size_t{10});
         for (std::size_t i = 1; i < r->topTokens.size(); ++i)
             QVERIFY(r->probs[static_cast<std::size_t>(r->topTokens[i - 1])] >= r->probs[static_cast<std::size_t>(r->topTokens[i])]);
-        KVLENS_VERIFY_IN_RANGE(r->effectiveTokens, 1.0, 1024.0);
+        // N_eff recomputed from the shown weights: 1 / sum p_j^2.
+        double sumSquares = 0.0;
+        for (double p : r->probs)
+            sumSquares += p * p;
+        KVLENS_COMPARE_REL(r->effectiveTokens, 1.0 / sumSquares, 1e-12);
+        QVERIFY(r->effectiveTokens > 1.5 && r->effectiveTokens < 1024.0);
         // The sweep's noise level is the noisier key path's relative error.
         KVLENS_COMPARE_ABS(r->valuePath.config.noiseLevel, std::max(kqv.keyRelativeError, qkqv.keyRelativeError), 0.0);
     }

@@ -301,6 +301,29 @@ private slots:
         }
     }
 
+    void stagesWithoutKernelsRunOnTheCpuAndSaySo()
+    {
+        // KIVI has no kernels: the CPU result, bit for bit, and the backend's label says so
+        // (it used to fall back silently). The norm + Lloyd path leaves no note.
+        OpenClBackend& gpu = *m_backends[1];
+        gpu.resetFallbacks();
+        const auto kivi = *findScheme("KIVI");
+        const PathPlan plan = planPath(kivi.key, 3, 64, PathSite::Keys, nullptr, EngineKind::Pcg64, 5);
+        const RowMatrixXf x = gaussian(128, 64, 6), q = gaussian(8, 64, 7);
+        const PathResult cpu = encodePathCpu(plan, x, &q);
+        const PathResult dev = gpu.encodePath(plan, x, &q);
+        QCOMPARE(relativeError(dev.reconstruction, cpu.reconstruction), 0.0);
+        QCOMPARE(relativeError(dev.scores, cpu.scores), 0.0);
+        const std::string note = gpu.fallbackNote();
+        QVERIFY2(note.find("uniform (KIVI)") != std::string::npos, note.c_str());
+        QVERIFY2(gpu.name().find(note) != std::string::npos, gpu.name().c_str());
+        gpu.resetFallbacks();
+        const auto kv = *findScheme("KV");
+        const PathPlan lloyd = planPath(kv.key, 3, 64, PathSite::Keys, nullptr, EngineKind::Pcg64, 5);
+        (void)gpu.encodePath(lloyd, x, &q);
+        QVERIFY2(gpu.fallbackNote().empty(), gpu.fallbackNote().c_str());
+    }
+
     void attentionAndMetricsMatchTheOracle_data()
     {
         QTest::addColumn<int>("style");
