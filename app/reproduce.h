@@ -26,7 +26,7 @@ struct ReproducePreset {
 /// The presets of the report, in run order.
 const std::vector<ReproducePreset>& reproducePresets();
 
-/// Runs every preset (sizes per `options`), evaluates the claims (core/analysis/claims.h)
+/// Runs every preset (sizes per `options`), evaluates the claims (core/report/claims.h)
 /// and writes DIR/report.html (figures embedded as SVG, tables, each claim's measured figure,
 /// interval or p-value and computed verdict), DIR/claims.csv and DIR/checks.csv, every claim
 /// figure as DIR/figures/<id>.{pdf,svg,csv,spec.json}, and each preset's run files in

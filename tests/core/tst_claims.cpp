@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Claim evaluation: verdict rules, criteria, the rotated marginal, and verdicts that follow the measured numbers.
-#include "core/analysis/claims.h"
+#include "core/report/claims.h"
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
 #include "common/approx.h"

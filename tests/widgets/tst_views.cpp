@@ -44,6 +44,27 @@ QList<QStringList> csvRows(const QString& text)
     return rows;
 }
 
+/// CSV rows (header first) of a per-trial Shannon-phi cloud (value or key site) that match a
+/// trial's (phi, SNR) under its "scheme n=budget" series: an independent reading of the results.
+int trialPointsMatched(const QList<QStringList>& rows, const ResultSet& results, bool values = true)
+{
+    const QStringList header = rows.first();
+    const int series = header.indexOf(QStringLiteral("series")), x = header.indexOf(QStringLiteral("x")),
+              y = header.indexOf(QStringLiteral("y"));
+    int matched = 0;
+    for (const auto& row : rows.mid(1)) {
+        for (const TrialResult& t : results.trials) {
+            const QString name = QStringLiteral("%1 n=%2")
+                                     .arg(QString::fromStdString(results.schemes[t.key.scheme].name))
+                                     .arg(t.key.budget);
+            const double phi = values ? t.sixD.phiV : t.sixD.phiK, snr = values ? t.sixD.snrV : t.sixD.snrK;
+            if (row[series] == name && std::abs(row[x].toDouble() - phi) < 1e-9 && std::abs(row[y].toDouble() - snr) < 1e-7)
+                ++matched;
+        }
+    }
+    return matched;
+}
+
 } // namespace
 
 class TestViews : public QObject {
@@ -61,21 +82,7 @@ private slots:
         view.setSite(ShannonPhiView::Site::Values);
         const auto rows = csvRows(view.dataCsv());
         QCOMPARE(rows.size(), 1 + 18);
-        const QStringList header = rows.first();
-        const int series = header.indexOf(QStringLiteral("series")), x = header.indexOf(QStringLiteral("x")),
-                  y = header.indexOf(QStringLiteral("y"));
-        int matched = 0;
-        for (const auto& row : rows.mid(1)) {
-            for (const TrialResult& t : m_data.results->trials) {
-                const QString name = QStringLiteral("%1 n=%2")
-                                         .arg(QString::fromStdString(m_data.results->schemes[t.key.scheme].name))
-                                         .arg(t.key.budget);
-                if (row[series] == name && std::abs(row[x].toDouble() - t.sixD.phiV) < 1e-9
-                    && std::abs(row[y].toDouble() - t.sixD.snrV) < 1e-7)
-                    ++matched;
-            }
-        }
-        QCOMPARE(matched, 18);
+        QCOMPARE(trialPointsMatched(rows, *m_data.results), 18);
         // Per-vector mode: every sample of every trial.
         view.setPerVector(true);
         QCOMPARE(csvRows(view.dataCsv()).size(), 1 + 18 * 40);
@@ -203,6 +210,7 @@ private slots:
         ShannonPhiView view;
         view.resize(800, 600);
         view.setData(m_data);
+        view.setPerVector(false); // one point per trial, keys (the default site)
         ExportOptions options;
         options.widthInches = 7.0;
         options.dpi = 150;
@@ -232,7 +240,10 @@ private slots:
 
         QFile csv(dir.filePath(QStringLiteral("fig.csv")));
         QVERIFY(csv.open(QIODevice::ReadOnly));
-        QCOMPARE(QString::fromUtf8(csv.readAll()), view.dataCsv());
+        // The exported data read back against the results (not against dataCsv(), which wrote it).
+        const auto exported = csvRows(QString::fromUtf8(csv.readAll()));
+        QCOMPARE(exported.size(), 1 + 18);
+        QCOMPARE(trialPointsMatched(exported, *m_data.results, false), 18);
         QFile spec(dir.filePath(QStringLiteral("fig.spec.json")));
         QVERIFY(spec.open(QIODevice::ReadOnly));
         QCOMPARE(spec.readAll(), QByteArray("{\"d\": 64}\n"));

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The reproduction report: one self-contained HTML page and the claims/checks tables.
+#include "core/report/html_report.h"
+
+#include "core/io/csv.h"
+
+#include <algorithm>
+
+namespace kvlens::claims {
+
+namespace {
+
+std::string html(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string verdictClass(Verdict v)
+{
+    switch (v) {
+    case Verdict::Reproduced: return "ok";
+    case Verdict::NotReproduced: return "no";
+    case Verdict::DependsOnSetting: return "depends";
+    }
+    return "no";
+}
+
+std::string schemesText(const ExperimentSpec& s)
+{
+    std::string out;
+    for (const SchemeConfig& c : s.schemes)
+        out += (out.empty() ? "" : ", ") + c.name;
+    return out;
+}
+
+std::string tableHtml(const Table& t)
+{
+    std::string h = "<div class=\"scroll\"><table>";
+    if (!t.caption.empty())
+        h += "<caption>" + html(t.caption) + "</caption>";
+    h += "<tr>";
+    for (const std::string& c : t.header)
+        h += "<th>" + html(c) + "</th>";
+    h += "</tr>\n";
+    for (const auto& row : t.rows) {
+        h += "<tr>";
+        for (const std::string& c : row)
+            h += "<td>" + html(c) + "</td>";
+        h += "</tr>\n";
+    }
+    return h + "</table></div>\n";
+}
+
+constexpr const char* kStyle = R"(
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.7em;margin-bottom:.2em} h2{font-size:1.3em;margin-top:2.2em;border-bottom:1px solid #ccc;padding-bottom:.2em}
+table{border-collapse:collapse;font-size:.82em;margin:.6em 0} td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3} caption{text-align:left;font-weight:600;padding:.3em 0}
+.scroll{overflow-x:auto} .verdict{display:inline-block;padding:1px 8px;border-radius:4px;color:#fff;font-weight:600;font-size:.9em}
+.ok{background:#009E73} .no{background:#D55E00} .depends{background:#E69F00;color:#222}
+.holds{color:#009E73;font-weight:700} .fails{color:#D55E00;font-weight:700}
+figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#444}
+.meta{color:#555;font-size:.9em} .claim p{margin:.35em 0} code{background:#f5f5f5;padding:0 3px}
+)";
+
+
+const std::string& svgOf(const ReportPage& p, const std::string& id)
+{
+    static const std::string none;
+    const auto it = p.svgData.find(id);
+    return it == p.svgData.end() ? none : it->second;
+}
+
+} // namespace
+
+std::string htmlEscape(std::string_view text)
+{
+    return html(text);
+}
+
+ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p)
+{
+    ReportFiles out;
+    CsvWriter claimsCsv({"id", "paper", "title", "verdict", "checks", "holding", "headline", "depends_on", "criterion"});
+    CsvWriter checksCsv({"claim", "setting", "measured", "holds"});
+    for (const Claim& c : claimList) {
+        const auto holding = std::count_if(c.checks.begin(), c.checks.end(), [](const auto& k) { return k.holds; });
+        claimsCsv.add(c.id).add(c.paper).add(c.title).add(verdictText(c.verdict))
+            .add(static_cast<long long>(c.checks.size())).add(static_cast<long long>(holding)).add(c.headline)
+            .add(c.dependsOn).add(c.criterion);
+        claimsCsv.endRow();
+        for (const Check& k : c.checks) {
+            checksCsv.add(c.id).add(k.setting).add(k.measured).add(k.holds ? "yes" : "no");
+            checksCsv.endRow();
+        }
+    }
+
+    std::string page;
+    page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"viewport\" "
+            "content=\"width=device-width, initial-scale=1\">\n<title>KVLens reproduction report</title>\n<style>";
+    page += kStyle;
+    page += "</style></head><body>\n<h1>KVLens reproduction report</h1>\n";
+    page += "<p class=\"meta\">KVLens " + html(p.version) + ", " + html(p.generatedUtc) + " UTC, " + html(p.system) + ", "
+            + std::to_string(p.cores) + " cores. Mode: " + html(p.mode) + ". Runs and report took "
+            + formatSig(p.seconds, 3) + " s. Regenerate with <code>kvlens --reproduce --out DIR"
+            + (p.fullMode ? " --full" : "") + "</code>.</p>\n";
+    page += "<p>Each claim of the three papers (A: D'Alberto, KV-cache quantization inspired by TurboQuant; B: "
+            "ablation and validation of KV-cache compression; C: HeadQ) is checked on runs of the presets shipped in "
+            "<code>resources/presets</code>, with fixed seeds. Every verdict is <em>computed</em> from the measured "
+            "numbers against the criterion stated under the claim, which is fixed in the code before any run: a claim "
+            "is <span class=\"verdict ok\">reproduced</span> when every check holds, <span class=\"verdict no\">not "
+            "reproduced</span> when none does, and <span class=\"verdict depends\">depends on setting</span> when some "
+            "do — the report then names the settings on each side. Directional tests use α = 0.01, two-sided.</p>\n";
+    page += "<h2>Summary</h2>\n<div class=\"scroll\"><table><tr><th>claim</th><th>paper</th><th>what</th><th>verdict</th>"
+            "<th>checks holding</th><th>measured</th></tr>\n";
+    for (const Claim& c : claimList) {
+        const auto holding = std::count_if(c.checks.begin(), c.checks.end(), [](const auto& k) { return k.holds; });
+        page += "<tr><td><a href=\"#" + html(c.id) + "\">" + html(c.id) + "</a></td><td>" + html(c.paper) + "</td><td>" +
+                html(c.title) + "</td><td><span class=\"verdict " + verdictClass(c.verdict) + "\">" +
+                html(verdictText(c.verdict)) + "</span></td><td>" + std::to_string(holding) + " / " +
+                std::to_string(c.checks.size()) + "</td><td>" + html(c.headline) + "</td></tr>\n";
+    }
+    page += "</table></div>\n";
+
+    for (const Claim& c : claimList) {
+        page += "<section class=\"claim\" id=\"" + html(c.id) + "\">\n<h2>" + html(c.id) + " — " + html(c.title) +
+                "</h2>\n";
+        page += "<p><b>Verdict:</b> <span class=\"verdict " + verdictClass(c.verdict) + "\">" +
+                html(verdictText(c.verdict)) + "</span></p>\n";
+        page += "<p><b>Paper " + html(c.paper) + " claims:</b> " + html(c.statement) + "</p>\n";
+        page += "<p><b>Criterion:</b> " + html(c.criterion) + "</p>\n";
+        page += "<p><b>Measured:</b> " + html(c.headline) + "</p>\n";
+        if (!c.dependsOn.empty())
+            page += "<p><b>Depends on the setting:</b> " + html(c.dependsOn) + "</p>\n";
+        std::string runNames;
+        for (const std::string& r : c.runs)
+            runNames += (runNames.empty() ? "" : "; ") + r;
+        page += "<p class=\"meta\">Runs: " + html(runNames) + "</p>\n";
+        for (const Figure& f : c.figures) {
+            page += "<figure><img alt=\"" + html(f.title) + "\" src=\"data:image/svg+xml;base64," + svgOf(p, f.id) +
+                    "\">\n<figcaption><b>" + html(f.title) + ".</b> " + html(f.caption) + " Files: <a href=\"figures/" +
+                    html(f.id) + ".pdf\">PDF</a>, <a href=\"figures/" + html(f.id) + ".svg\">SVG</a>, <a href=\"figures/" +
+                    html(f.id) + ".csv\">CSV</a>.</figcaption></figure>\n";
+        }
+        for (const Table& t : c.tables)
+            page += tableHtml(t);
+        page += "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
+                "<th>criterion holds</th></tr>\n";
+        for (const Check& k : c.checks)
+            page += "<tr><td>" + html(k.setting) + "</td><td>" + html(k.measured) + "</td><td class=\"" +
+                    (k.holds ? "holds\">yes" : "fails\">no") + "</td></tr>\n";
+        page += "</table></div>\n</section>\n";
+    }
+
+    page += "<h2>Runs</h2>\n<div class=\"scroll\"><table><tr><th>preset</th><th>name</th><th>regime</th><th>d</th>"
+            "<th>N</th><th>Q</th><th>seeds</th><th>grid points</th><th>schemes</th><th>budgets</th><th>trials</th>"
+            "<th>run time (s)</th><th>used for</th><th>files</th></tr>\n";
+    for (const ReportRun& r : p.runs) {
+        const ExperimentSpec& s = r.results->spec;
+        std::string budgets;
+        for (int n : s.budgets)
+            budgets += (budgets.empty() ? "" : ", ") + std::to_string(n);
+        const std::string& folder = r.folder;
+        page += "<tr><td>" + html(r.file) + "</td><td>" + html(s.name) + "</td><td>" + html(s.regime) +
+                "</td><td>" + std::to_string(s.d) + "</td><td>" + std::to_string(s.tokens) + "</td><td>" +
+                std::to_string(s.queries) + "</td><td>" + std::to_string(s.seedCount) + "</td><td>" +
+                std::to_string(s.pointCount()) + "</td><td>" + html(schemesText(s)) + "</td><td>" + budgets + "</td><td>" +
+                std::to_string(r.results->trials.size()) + "</td><td>" + formatSig(r.seconds, 3) + "</td><td>" +
+                html(r.role) + "</td><td><a href=\"" + folder + "/summary.csv\">summary</a>, <a href=\"" + folder +
+                "/comparisons.csv\">comparisons</a>, <a href=\"" + folder + "/spec.json\">spec</a></td></tr>\n";
+    }
+    page += "</table></div>\n<p class=\"meta\">Tables of every claim: <a href=\"claims.csv\">claims.csv</a>, "
+            "<a href=\"checks.csv\">checks.csv</a>. Backend: " +
+            html(p.runs.empty() ? std::string() : p.runs.front().results->backend) + ".</p>\n</body></html>\n";
+
+    out.claimsCsv = claimsCsv.text();
+    out.checksCsv = checksCsv.text();
+    out.html = std::move(page);
+    return out;
+}
+
+} // namespace kvlens::claims
