@@ -139,6 +139,7 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
                 row.mannWhitneyU = mw.u1;
                 row.rankBiserial = mw.rankBiserial;
                 row.mannWhitneyP = mw.p;
+                row.mannWhitneyPNoContinuity = mw.pNoContinuity;
                 if (row.paired) {
                     const WilcoxonResult w = wilcoxonSignedRank(klA, klB);
                     row.wilcoxonStatistic = w.statistic;
@@ -179,7 +180,8 @@ std::string comparisonsCsv(const ResultSet& results, const std::vector<Compariso
     CsvWriter csv(withSweepColumns(results.spec, {"regime", "point"}, {"budget", "scheme_a", "scheme_b", "queries", "paired", "median_kl_a",
                    "median_kl_b", "median_kl_ratio", "ratio_ci_low", "ratio_ci_high", "test", "p", "log10_p", "p_holm",
                    "log10_p_holm", "mw_u", "rank_biserial", "mw_p", "log10_mw_p", "wilcoxon_w", "wilcoxon_p",
-                   "log10_wilcoxon_p", "ks_d", "ks_p", "energy", "energy_p"}));
+                   "log10_wilcoxon_p", "ks_d", "ks_p", "energy", "energy_p", "p_method", "mw_p_method",
+                   "mw_p_no_continuity", "log10_mw_p_no_continuity", "ks_p_method"}));
     const double toLog10 = 1.0 / std::numbers::ln10;
     for (const ComparisonRow& r : rows) {
         csv.add(results.spec.regime).add(r.point);
@@ -196,6 +198,10 @@ std::string comparisonsCsv(const ResultSet& results, const std::vector<Compariso
         else
             csv.add("").add("").add("");
         csv.add(r.ksD).add(r.ksP.p).add(r.energy).add(r.energyP);
+        // How each p was obtained: asymptotic, exact (complete separation) or the test's floor.
+        csv.add(pMethodName(r.p.method)).add(pMethodName(r.mannWhitneyP.method));
+        csv.add(r.mannWhitneyPNoContinuity.p).add(r.mannWhitneyPNoContinuity.logP * toLog10);
+        csv.add(pMethodName(r.ksP.method));
         csv.endRow();
     }
     return csv.text();

@@ -31,6 +31,7 @@ struct ComparisonRow {
     double mannWhitneyU = 0.0;       ///< U of A
     double rankBiserial = 0.0;       ///< see the sign convention above
     PValue mannWhitneyP;
+    PValue mannWhitneyPNoContinuity; ///< the same without the continuity correction
     double wilcoxonStatistic = 0.0;  ///< min(W+, W-) of d = KL_A - KL_B (paired only)
     PValue wilcoxonP;
     double ksD = 0.0;                ///< two-sample Kolmogorov-Smirnov on the KL samples

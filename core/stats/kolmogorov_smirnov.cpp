@@ -110,6 +110,14 @@ KsResult ksTwoSample(std::span<const double> x, std::span<const double> y)
     const double lambda = (root + 0.12 + 0.11 / root) * out.d;
     const double logP = kolmogorovLogSurvival(lambda);
     out.p = {std::max(0.0, std::min(1.0, kolmogorovSurvival(lambda))), std::min(0.0, logP)};
+    // D = 1 (no overlap) has the exact tail 2 / C(N, n1); elsewhere the asymptotic one, never below it.
+    const double logFloor = logSeparationTail(out.n1, out.n2);
+    if (best == n1 * n2) {
+        out.p = pFromLog(logFloor);
+        out.p.method = PMethod::Exact;
+    } else {
+        out.p = atLeast(out.p, logFloor);
+    }
     return out;
 }
 

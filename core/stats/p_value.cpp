@@ -71,4 +71,30 @@ PValue normalTwoSided(double z)
     return {p, std::log(p)};
 }
 
+std::string_view pMethodName(PMethod m)
+{
+    switch (m) {
+    case PMethod::Asymptotic: return "asymptotic";
+    case PMethod::Exact: return "exact";
+    case PMethod::Floor: return "floor";
+    }
+    return "asymptotic";
+}
+
+double logSeparationTail(std::size_t n1, std::size_t n2)
+{
+    const double a = static_cast<double>(n1), b = static_cast<double>(n2);
+    const double logChoose = std::lgamma(a + b + 1.0) - std::lgamma(a + 1.0) - std::lgamma(b + 1.0);
+    return std::min(0.0, std::log(2.0) - logChoose);
+}
+
+PValue atLeast(PValue p, double logFloor)
+{
+    if (!(p.logP < logFloor))
+        return p;
+    PValue floor = pFromLog(logFloor);
+    floor.method = PMethod::Floor;
+    return floor;
+}
+
 } // namespace kvlens::stats

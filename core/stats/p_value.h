@@ -2,7 +2,18 @@
 // P-values carried in log space, and the normal tails every rank test ends in.
 #pragma once
 
+#include <cstddef>
+#include <string_view>
+
 namespace kvlens::stats {
+
+/// How a p-value was obtained (the `p_method` column of the tables).
+enum class PMethod {
+    Asymptotic, ///< the test's normal (or Kolmogorov) approximation
+    Exact,      ///< the exact permutation tail (at complete separation, a closed form)
+    Floor,      ///< the approximation fell below the smallest p the test can produce: that p is reported
+};
+std::string_view pMethodName(PMethod m); ///< "asymptotic", "exact", "floor"
 
 /// A p-value carried with its natural log, so that p = 1e-300 and far smaller stay
 /// representable: `logP` is exact where `p = exp(logP)` has underflowed to 0.
@@ -10,6 +21,7 @@ namespace kvlens::stats {
 struct PValue {
     double p = 1.0;
     double logP = 0.0;
+    PMethod method = PMethod::Asymptotic;
 };
 
 /// PValue from its log: p = exp(logP), which underflows to 0 below logP ~ -745 while
@@ -24,6 +36,21 @@ PValue pFromLog(double logP);
 /// 26.2.14), 40 terms evaluated backwards: full double precision for z >= 8.
 /// Example: log Q(40) = -804.6084.
 PValue normalUpper(double z);
+
+/// log(2 / C(n1 + n2, n1)): the exact two-sided tail of the Mann-Whitney and two-sample KS tests
+/// at complete separation (every x below every y, or above), and the smallest p either can
+/// produce. Example: n1 = n2 = 5 gives 2/252.
+double logSeparationTail(std::size_t n1, std::size_t n2);
+
+/// Below this p (log) a rank test's normal tail is replaced by the exact tail where it can be
+/// counted: the approximation's relative error grows without bound in the far tail (at W = 0
+/// with 512 pairs it says 10^-84.9 where the exact tail is 10^-153.8), while above it the
+/// approximation is what scipy's 'asymptotic' methods report.
+inline constexpr double kLogExactBelow = -13.815510557964274; // log(1e-6)
+
+/// `p`, unless it lies below exp(logFloor), the smallest p the test can produce: then that
+/// floor, marked PMethod::Floor (an approximation far outside its validity is never printed).
+PValue atLeast(PValue p, double logFloor);
 
 /// Two-sided normal tail 2 Q(|z|) (= erfc(|z|/sqrt 2)), computed as normalUpper(|z|) with
 /// log 2 added, so it is never above 1. Example: log(2 Q(40)) = -803.9153.

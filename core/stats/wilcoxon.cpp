@@ -45,7 +45,30 @@ WilcoxonResult wilcoxonSignedRank(std::span<const double> x, std::span<const dou
     if (!(variance > 0.0))
         return out;
     out.z = (out.wPlus - mean) / std::sqrt(variance);
-    out.p = normalTwoSided(out.z);
+    // Every non-zero difference of one sign: the exact tail is 2 / 2^n (one sign pattern of 2^n
+    // each way), ties in |d| included. Near it (normal p below 1e-6), untied |d| get the exact
+    // tail 2 P(W <= k): the number of subsets of the ranks {1..n} with sum <= k over 2^n.
+    // Elsewhere the normal tail, never below 2 / 2^n.
+    const double logFloor = std::min(0.0, (1.0 - n) * std::log(2.0));
+    const double k = out.statistic;
+    if (out.wPlus == 0.0 || out.wMinus == 0.0) {
+        out.p = pFromLog(logFloor);
+        out.p.method = PMethod::Exact;
+    } else if (ranks.tieSum == 0.0 && k <= 5000.0 && normalTwoSided(out.z).logP < kLogExactBelow) {
+        const auto top = static_cast<std::size_t>(k);
+        std::vector<double> count(top + 1, 0.0); // subsets of {1..n} by sum, sums <= k
+        count[0] = 1.0;
+        for (std::size_t i = 1; i <= std::min(out.nUsed, top); ++i)
+            for (std::size_t j = top; j >= i; --j)
+                count[j] += count[j - i];
+        double total = 0.0;
+        for (double c : count)
+            total += c;
+        out.p = pFromLog(std::min(0.0, std::log(2.0) + std::log(total) - n * std::log(2.0)));
+        out.p.method = PMethod::Exact;
+    } else {
+        out.p = atLeast(normalTwoSided(out.z), logFloor);
+    }
     return out;
 }
 

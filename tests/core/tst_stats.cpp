@@ -247,16 +247,17 @@ private slots:
     void mannWhitneyTinyPValues_data()
     {
         QTest::addColumn<int>("n");
-        QTest::addColumn<double>("logP");
-        // Complete separation, no ties: U1 = 0, z = (n^2/2 - 1/2) / sqrt(n^2 (2n+1)/12),
-        // log(2 Q(z)) evaluated in Python with Laplace's continued fraction.
+        QTest::addColumn<double>("normalLogP");
+        // Complete separation, no ties: U1 = 0. The normal tail (z = (n^2/2 - 1/2) / sqrt(n^2 (2n+1)/12),
+        // log(2 Q(z)) evaluated in Python with Laplace's continued fraction) is what this used to
+        // report; the exact tail 2 / C(2n, n) is far smaller.
         QTest::newRow("200") << 200 << -152.698177472153;
         QTest::newRow("2000") << 2000 << -1503.85352695558;
     }
     void mannWhitneyTinyPValues()
     {
         QFETCH(int, n);
-        QFETCH(double, logP);
+        QFETCH(double, normalLogP);
         std::vector<double> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
         std::iota(x.begin(), x.end(), 0.0);
         std::iota(y.begin(), y.end(), 10000.0);
@@ -264,9 +265,73 @@ private slots:
         QCOMPARE(r.u1, 0.0);
         QCOMPARE(r.rankBiserial, 1.0);
         QVERIFY(std::isfinite(r.p.logP));
-        QVERIFY(r.p.logP < std::log(1e-23));
-        KVLENS_COMPARE_REL(r.p.logP, logP, 1e-10);
+        // log C(2n, n) as a sum of log((n + k) / k), independent of lgamma.
+        double logChoose = 0.0;
+        for (int k = 1; k <= n; ++k)
+            logChoose += std::log(double(n + k) / k);
+        KVLENS_COMPARE_REL(r.p.logP, std::log(2.0) - logChoose, 1e-10);
+        QCOMPARE(r.p.method, PMethod::Exact);
+        QVERIFY(r.p.logP < normalLogP - 100.0); // the approximation was off by > 100 nats
         QVERIFY(r.p.p == 0.0 || r.p.p < 1e-60);
+    }
+
+    void exactTailsAgainstClosedForms()
+    {
+        auto logChoose = [](int n, int k) {
+            double v = 0.0;
+            for (int i = 1; i <= k; ++i)
+                v += std::log(double(n - k + i) / i);
+            return v;
+        };
+        std::vector<double> a5 = {1, 2, 3, 4, 5}, b5 = {6, 7, 8, 9, 10};
+        // Mann-Whitney, n1 = n2 = 5, separated: 2 / C(10, 5) = 2/252 (either order).
+        for (const auto& [x, y] : {std::pair{a5, b5}, std::pair{b5, a5}}) {
+            const MannWhitneyResult mw = mannWhitneyU(x, y);
+            KVLENS_COMPARE_REL(mw.p.p, 2.0 / 252.0, 1e-12);
+            KVLENS_COMPARE_REL(mw.pNoContinuity.p, 2.0 / 252.0, 1e-12);
+            QCOMPARE(mw.p.method, PMethod::Exact);
+        }
+        // Ties inside a sample do not change the tail at separation.
+        const MannWhitneyResult tied = mannWhitneyU(std::vector<double>{1, 1, 2, 3, 3}, b5);
+        KVLENS_COMPARE_REL(tied.p.p, 2.0 / 252.0, 1e-12);
+        // Two-sample KS at D = 1: the same 2 / C(10, 5).
+        const KsResult ks = ksTwoSample(a5, b5);
+        QCOMPARE(ks.d, 1.0);
+        KVLENS_COMPARE_REL(ks.p.p, 2.0 / 252.0, 1e-12);
+        QCOMPARE(ks.p.method, PMethod::Exact);
+        // Mann-Whitney near separation, 30 vs 30 with U1 = 2: the arrangements with U <= 2 are
+        // the partitions of 0, 1 and 2 (1 + 1 + 2), so p = 2 x 4 / C(60, 30).
+        std::vector<double> x30(30), y30(30);
+        std::iota(x30.begin(), x30.end(), 0.0);
+        std::iota(y30.begin(), y30.end(), 100.0);
+        x30.back() = 101.5; // above the two smallest y: U1 = 2
+        const MannWhitneyResult near = mannWhitneyU(x30, y30);
+        QCOMPARE(near.u1, 2.0);
+        QCOMPARE(near.p.method, PMethod::Exact);
+        KVLENS_COMPARE_REL(near.p.logP, std::log(8.0) - logChoose(60, 30), 1e-10);
+        // Wilcoxon, 10 positive differences: 2 / 2^10. One negative at rank 1 of 40: W- = 1,
+        // the subsets with sum <= 1 are {} and {1}, p = 2 x 2 / 2^40.
+        std::vector<double> zeros(10, 0.0), d10(10);
+        std::iota(d10.begin(), d10.end(), 1.0);
+        const WilcoxonResult all = wilcoxonSignedRank(d10, zeros);
+        KVLENS_COMPARE_REL(all.p.p, 2.0 / 1024.0, 1e-12);
+        QCOMPARE(all.p.method, PMethod::Exact);
+        std::vector<double> d40(40), zeros40(40, 0.0);
+        std::iota(d40.begin(), d40.end(), 1.0);
+        d40.front() = -1.0;
+        const WilcoxonResult one = wilcoxonSignedRank(d40, zeros40);
+        QCOMPARE(one.statistic, 1.0);
+        QCOMPARE(one.p.method, PMethod::Exact);
+        KVLENS_COMPARE_REL(one.p.logP, std::log(4.0) - 40.0 * std::log(2.0), 1e-12);
+        // A moderate p stays the asymptotic one (what scipy's 'asymptotic' methods report).
+        const MannWhitneyResult overlap = mannWhitneyU(std::vector<double>{1, 3, 5, 7, 9}, std::vector<double>{2, 4, 6, 8, 10});
+        QCOMPARE(overlap.p.method, PMethod::Asymptotic);
+        // The floor: an approximation below the smallest p a test can produce is replaced by it.
+        const PValue floored = atLeast(pFromLog(std::log(1e-20)), std::log(1e-10));
+        KVLENS_COMPARE_REL(floored.p, 1e-10, 1e-12);
+        QCOMPARE(floored.method, PMethod::Floor);
+        QCOMPARE(atLeast(pFromLog(std::log(1e-5)), std::log(1e-10)).method, PMethod::Asymptotic);
+        QCOMPARE(std::string(pMethodName(PMethod::Floor)), std::string("floor"));
     }
 
     void mannWhitneyDegenerate()
@@ -498,14 +563,21 @@ private slots:
         const KsResult none = ksTwoSample(kA, std::vector<double>{});
         QCOMPARE(none.d, 0.0);
         QCOMPARE(none.p.p, 1.0);
-        // Disjoint samples of 1000: D = 1 and a p-value only the log can hold.
+        // Disjoint samples of 1000: D = 1 and a p-value only the log can hold. The exact tail is
+        // 2 / C(2000, 1000) (log -1381.57); the asymptotic law said log 2 - 2 lambda^2 (-1010.5),
+        // 10^161 times too large, and is no longer used there.
         std::vector<double> low(1000), high(1000);
         std::iota(low.begin(), low.end(), 0.0);
         std::iota(high.begin(), high.end(), 5000.0);
         const KsResult apart = ksTwoSample(low, high);
         QCOMPARE(apart.d, 1.0);
+        double logChoose = 0.0;
+        for (int k = 1; k <= 1000; ++k)
+            logChoose += std::log((1000.0 + k) / k);
+        KVLENS_COMPARE_REL(apart.p.logP, std::log(2.0) - logChoose, 1e-10);
+        QCOMPARE(apart.p.method, PMethod::Exact);
         const double lambda = std::sqrt(500.0) + 0.12 + 0.11 / std::sqrt(500.0);
-        KVLENS_COMPARE_REL(apart.p.logP, std::log(2.0) - 2.0 * lambda * lambda, 1e-14);
+        QVERIFY(apart.p.logP < std::log(2.0) - 2.0 * lambda * lambda - 300.0);
         QCOMPARE(apart.p.p, 0.0);
     }
 
