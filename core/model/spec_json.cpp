@@ -116,6 +116,8 @@ json pathToJson(const PathConfig& p)
     j["norm_format"] = std::string(scalarFormatName(p.normFormat));
     j["residual"] = std::string(residualName(p.residual));
     j["qjl_dim"] = p.qjlDim;
+    j["qjl_reconstruction"] = std::string(qjlReconstructionName(p.qjlReconstruction));
+    j["qjl_sketch"] = std::string(qjlSketchName(p.qjlSketch));
     j["group_size"] = p.groupSize;
     j["axis"] = std::string(uniformAxisName(p.axis));
     j["window"] = p.window;
@@ -134,7 +136,8 @@ json pathToJson(const PathConfig& p)
 
 PathConfig pathFromJson(const json& j, const std::string& field)
 {
-    checkKeys(j, field, {"rotation", "quantizer", "bits", "norm_format", "residual", "qjl_dim", "group_size", "axis",
+    checkKeys(j, field, {"rotation", "quantizer", "bits", "norm_format", "residual", "qjl_dim", "qjl_reconstruction",
+                         "qjl_sketch", "group_size", "axis",
                          "window", "allocation", "deff_rule", "gap_threshold", "tail_bits", "headq_rank", "headq_bits",
                          "headq_control", "token_policy", "codec"});
     PathConfig p;
@@ -146,7 +149,7 @@ PathConfig pathFromJson(const json& j, const std::string& field)
         p.codec = j["codec"].get<std::string>();
     }
     if (j.contains("rotation"))
-        p.rotation = getEnum<Rotation>(j["rotation"], field + ".rotation", rotationFromName, "none, wht, eigen");
+        p.rotation = getEnum<Rotation>(j["rotation"], field + ".rotation", rotationFromName, "none, wht, eigen, wht_permuted");
     // The spectral quantizer lives in the eigenbasis: "quantizer": "spectral" alone implies it.
     if (j.contains("quantizer") && j["quantizer"] == "spectral" && !j.contains("rotation"))
         p.rotation = Rotation::Eigen;
@@ -171,6 +174,12 @@ PathConfig pathFromJson(const json& j, const std::string& field)
         p.residual = getEnum<ResidualKind>(j["residual"], field + ".residual", residualFromName, "none, qjl, headq");
     if (j.contains("qjl_dim"))
         p.qjlDim = getInt(j["qjl_dim"], field + ".qjl_dim", 0, 1 << 20);
+    if (j.contains("qjl_reconstruction"))
+        p.qjlReconstruction = getEnum<QjlReconstruction>(j["qjl_reconstruction"], field + ".qjl_reconstruction",
+                                                         qjlReconstructionFromName, "unbiased, mse");
+    if (j.contains("qjl_sketch"))
+        p.qjlSketch = getEnum<QjlSketchKind>(j["qjl_sketch"], field + ".qjl_sketch", qjlSketchFromName,
+                                             "gaussian, orthogonal");
     if (j.contains("group_size"))
         p.groupSize = getInt(j["group_size"], field + ".group_size", 1, 1 << 20);
     if (j.contains("axis"))
@@ -319,6 +328,8 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
                     s.regimeParams[key] = value.get<double>();
                 else if (value.is_string())
                     s.regimeParams[key] = value.get<std::string>();
+                else if (value.is_boolean()) // a two-way choice ("standardize": true)
+                    s.regimeParams[key] = std::string(value.get<bool>() ? "true" : "false");
                 else
                     throw FieldError{"regime." + key, "must be a number or a string, got " + io::describeJson(value)};
             }

@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+#include <string_view>
+#include <vector>
 
 using namespace kvlens;
 
@@ -171,6 +174,104 @@ private slots:
         KVLENS_COMPARE_REL(s(r), noiseLevel, 0.15);
         // The r-th is at the signal level sqrt(n d / r), far above.
         QVERIFY(s(r - 1) > 0.5 * std::sqrt(double(n) * d / r));
+    }
+
+    void subspaceBasisKinds()
+    {
+        // Without noise the data lives exactly in the subspace: axis puts it on coordinates
+        // 0..r-1, random_axes on r coordinates the note names, haar on none in particular.
+        const int d = 64, r = 4;
+        const DataShape shape{d, 512, 32, 0};
+        auto supportOf = [&](const RowMatrixXf& x) {
+            std::vector<int> axes;
+            for (int c = 0; c < d; ++c)
+                if (x.col(c).cwiseAbs().maxCoeff() > 0.0f)
+                    axes.push_back(c);
+            return axes;
+        };
+        for (const char* regime : {"low_rank", "kv_subspace"}) {
+            const Dataset axis = generate(regime, {{"rank", double(r)}, {"noise", 0.0}, {"basis", std::string("axis")}}, shape);
+            QCOMPARE(supportOf(axis.keys), (std::vector<int>{0, 1, 2, 3}));
+            QCOMPARE(supportOf(axis.queries), (std::vector<int>{0, 1, 2, 3}));
+            const Dataset random = generate(regime, {{"rank", double(r)}, {"noise", 0.0}, {"basis", std::string("random_axes")}},
+                                            shape, 9);
+            const std::vector<int> support = supportOf(random.keys);
+            QCOMPARE(support.size(), std::size_t{4});
+            QVERIFY(support != (std::vector<int>{0, 1, 2, 3}));
+            if (std::string_view(regime) == "low_rank") {
+                // The note lists the axes in basis order; as a set they are the support.
+                const std::string prefix = "subspace axes:";
+                QVERIFY2(random.note.rfind(prefix, 0) == 0, random.note.c_str());
+                std::vector<int> listed;
+                std::istringstream in(random.note.substr(prefix.size()));
+                for (int a; in >> a;)
+                    listed.push_back(a);
+                std::sort(listed.begin(), listed.end());
+                QCOMPARE(listed, support);
+            }
+            const Dataset haar = generate(regime, {{"rank", double(r)}, {"noise", 0.0}}, shape);
+            QCOMPARE(supportOf(haar.keys).size(), std::size_t{d});
+        }
+        // kv_subspace with axis: values on the next r axes where the subspaces do not overlap.
+        const Dataset kv = generate("kv_subspace", {{"rank", double(r)}, {"noise", 0.0}, {"overlap", 0.0},
+                                                    {"basis", std::string("axis")}}, shape);
+        QCOMPARE(supportOf(kv.values), (std::vector<int>{4, 5, 6, 7}));
+    }
+
+    void latentDecayAndQueryOverlap()
+    {
+        const int d = 64, r = 4, n = 20000;
+        const double decay = 1.0;
+        const Dataset data = generate("low_rank", {{"rank", double(r)}, {"noise", 0.0}, {"basis", std::string("axis")},
+                                                   {"decay", decay}, {"query_overlap", 0.6}},
+                                      DataShape{d, n, n, 0}, 4);
+        // z ~ N(0, diag lambda), lambda_i = d i^-1 / H_4 (H_4 = 25/12): on the axes, the variances.
+        const double harmonic = 1.0 + 0.5 + 1.0 / 3.0 + 0.25;
+        for (int i = 0; i < r; ++i) {
+            const double var = data.keys.col(i).cast<double>().squaredNorm() / n;
+            KVLENS_COMPARE_REL(var, d / ((i + 1) * harmonic), 0.05);
+        }
+        // Queries: a fraction c^2 = 0.36 of their energy in the key subspace, total E|q|^2 = d.
+        const double inside = data.queries.leftCols(r).cast<double>().squaredNorm() / n;
+        const double total = data.queries.cast<double>().squaredNorm() / n;
+        KVLENS_COMPARE_REL(total, d, 0.03);
+        KVLENS_COMPARE_REL(inside / total, 0.36, 0.03);
+        // Orthogonal queries: nothing in the subspace at all.
+        const Dataset orthogonal = generate("low_rank", {{"rank", double(r)}, {"noise", 0.0}, {"basis", std::string("axis")},
+                                                         {"query_overlap", 0.0}}, DataShape{d, 64, 64, 0}, 4);
+        QCOMPARE(orthogonal.queries.leftCols(r).cwiseAbs().maxCoeff(), 0.0f);
+    }
+
+    void heavyTailStandardizes_data()
+    {
+        QTest::addColumn<double>("nu");
+        QTest::addColumn<QString>("mode");
+        QTest::newRow("nu 3 marginal") << 3.0 << "marginal";
+        QTest::newRow("nu 5 vector") << 5.0 << "vector";
+        QTest::newRow("nu 1.5 marginal (MAD)") << 1.5 << "marginal";
+    }
+    void heavyTailStandardizes()
+    {
+        QFETCH(double, nu);
+        QFETCH(QString, mode);
+        const DataShape shape{64, 8192, 16, 0};
+        const Dataset raw = generate("heavy_tail", {{"nu", nu}, {"mode", mode.toStdString()}}, shape, 5);
+        const Dataset unit = generate("heavy_tail", {{"nu", nu}, {"mode", mode.toStdString()}, {"standardize", std::string("true")}},
+                                      shape, 5);
+        // The same draws, scaled by one factor.
+        const double factor = double(unit.keys(0, 0)) / raw.keys(0, 0);
+        KVLENS_COMPARE_REL(double(unit.keys(7, 9)), factor * raw.keys(7, 9), 1e-5);
+        std::vector<double> v(unit.keys.data(), unit.keys.data() + unit.keys.size());
+        if (nu > 2.0) {
+            // Var t(nu) = nu / (nu - 2): the factor is its inverse square root.
+            KVLENS_COMPARE_REL(factor, std::sqrt((nu - 2.0) / nu), 1e-5);
+        } else {
+            // Infinite variance: the median absolute value matches N(0, 1)'s, 0.6745.
+            for (double& x : v)
+                x = std::abs(x);
+            std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+            KVLENS_COMPARE_REL(v[v.size() / 2], 0.6744897501960817, 0.02);
+        }
     }
 
     void spectralDecaySlope_data()
