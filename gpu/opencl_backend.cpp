@@ -454,6 +454,10 @@ const char* OpenClBackend::unsupportedStage(const PathPlan& plan)
 {
     if (plan.codec)
         return "a registered codec";
+    if (!plan.permutation.empty())
+        return "the permuted WHT";
+    if (plan.config.residual == ResidualKind::Qjl && plan.config.qjlReconstruction == QjlReconstruction::Mse)
+        return "the MSE-shrunk QJL reconstruction";
     if (plan.config.quantizer == QuantizerKind::Uniform)
         return "the uniform (KIVI) quantizer";
     if (plan.config.quantizer == QuantizerKind::Spectral)

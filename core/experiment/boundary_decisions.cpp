@@ -41,7 +41,7 @@ int boundaryDecisions(const PathPlan& plan, const RowMatrixXf& x, double margin)
         return 0;
     RowMatrixXf rotated;
     if (!plan.signs.empty())
-        rotateRows(x, plan.signs, rotated);
+        rotateRows(permutedColumns(plan, x), plan.signs, rotated);
     else
         rotated = x;
     int count = 0;

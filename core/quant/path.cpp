@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 
 namespace kvlens {
 
@@ -52,7 +53,8 @@ void planSpectral(PathPlan& plan, const PlanInputs& inputs, EngineKind engine, s
     if (config.residual == ResidualKind::Qjl) {
         const int m = config.qjlDim > 0 ? config.qjlDim : plan.deff;
         Rng rng(engine, seed, keys ? Stream::KeySketch : Stream::ValueSketch);
-        plan.sketch = QjlSketch::drawMatrix(m, plan.deff, rng);
+        plan.sketch = config.qjlSketch == QjlSketchKind::Orthogonal ? QjlSketch::drawOrthogonalMatrix(m, plan.deff, rng)
+                                                                    : QjlSketch::drawMatrix(m, plan.deff, rng);
         total -= m;
     }
     // The tail floor: every coordinate past d_eff keeps tailBits (less if the budget cannot pay).
@@ -155,10 +157,18 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
         plan.codec = kind->plan(CodecContext{config, budget, plan.bits, d, site, inputs, engine, seed});
         return plan;
     }
-    if (config.rotation == Rotation::Wht) {
+    if (config.rotation == Rotation::Wht || config.rotation == Rotation::WhtPermuted) {
         plan.dim = static_cast<int>(paddedDimension(static_cast<std::size_t>(d)));
         Rng rng(engine, seed, keys ? Stream::KeySigns : Stream::ValueSigns);
         plan.signs = randomSigns(static_cast<std::size_t>(plan.dim), rng);
+        if (config.rotation == Rotation::WhtPermuted) {
+            // Fisher-Yates over the d original coordinates, after the signs (the signs stay TQ's).
+            plan.permutation.resize(static_cast<std::size_t>(d));
+            std::iota(plan.permutation.begin(), plan.permutation.end(), 0);
+            for (int i = d - 1; i > 0; --i)
+                std::swap(plan.permutation[static_cast<std::size_t>(i)],
+                          plan.permutation[static_cast<std::size_t>(rng.below(static_cast<std::uint64_t>(i) + 1))]);
+        }
     } else {
         plan.dim = d;
     }
@@ -193,7 +203,8 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
     if (config.residual == ResidualKind::Qjl) {
         const int m = config.qjlDim > 0 ? config.qjlDim : d;
         Rng rng(engine, seed, keys ? Stream::KeySketch : Stream::ValueSketch);
-        plan.sketch = QjlSketch::drawMatrix(m, plan.dim, rng);
+        plan.sketch = config.qjlSketch == QjlSketchKind::Orthogonal ? QjlSketch::drawOrthogonalMatrix(m, plan.dim, rng)
+                                                                    : QjlSketch::drawMatrix(m, plan.dim, rng);
     }
     if (config.residual == ResidualKind::HeadQ) {
         const int r = config.headqRank;
@@ -275,7 +286,8 @@ double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int to
         return config.bits.at(budget)
                + (config.residual == ResidualKind::Qjl ? scalarFormatBits(config.normFormat) / static_cast<double>(d) : 0.0);
     }
-    const int dim = config.rotation == Rotation::Wht ? static_cast<int>(paddedDimension(static_cast<std::size_t>(d))) : d;
+    const bool wht = config.rotation == Rotation::Wht || config.rotation == Rotation::WhtPermuted;
+    const int dim = wht ? static_cast<int>(paddedDimension(static_cast<std::size_t>(d))) : d;
     return bitsPerCoordinate(config, config.bits.at(budget), dim, d, tokens, config.qjlDim > 0 ? config.qjlDim : d);
 }
 
@@ -354,6 +366,8 @@ PathResult encodeSpectral(const PathPlan& plan, const Eigen::Ref<const RowMatrix
         sketch.encode(residual, codes, signs);
         out.saturatedNorms += codes.saturatedNorms;
         sketch.reconstruct(signs, codes.norms, rHat);
+        if (plan.config.qjlReconstruction == QjlReconstruction::Mse)
+            rHat *= static_cast<float>(QjlSketch::mseShrinkage(sketch.m(), sketch.dim()));
         if (queries) {
             out.baseScores = out.scores;
             RowMatrixXf correction;
@@ -368,11 +382,37 @@ PathResult encodeSpectral(const PathPlan& plan, const Eigen::Ref<const RowMatrix
 
 } // namespace
 
+RowMatrixXf permutedColumns(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x)
+{
+    if (plan.permutation.empty())
+        return x;
+    RowMatrixXf out(x.rows(), x.cols());
+    for (std::size_t i = 0; i < plan.permutation.size(); ++i)
+        out.col(static_cast<Eigen::Index>(i)) = x.col(plan.permutation[i]);
+    return out;
+}
+
 PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries)
 {
     assert(x.cols() == plan.d && "encodePathCpu: x must have d columns");
     if (plan.codec)
         return plan.codec->encode(x, queries);
+    if (!plan.permutation.empty()) {
+        // Keys and queries permuted alike leave every dot product as it is; the reconstruction
+        // goes back to the original order.
+        PathPlan unpermuted = plan;
+        unpermuted.permutation.clear();
+        const RowMatrixXf xp = permutedColumns(plan, x);
+        RowMatrixXf qp;
+        if (queries)
+            qp = permutedColumns(plan, *queries);
+        PathResult out = encodePathCpu(unpermuted, xp, queries ? &qp : nullptr);
+        RowMatrixXf back(out.reconstruction.rows(), out.reconstruction.cols());
+        for (std::size_t i = 0; i < plan.permutation.size(); ++i)
+            back.col(plan.permutation[i]) = out.reconstruction.col(static_cast<Eigen::Index>(i));
+        out.reconstruction = std::move(back);
+        return out;
+    }
     if (plan.config.quantizer == QuantizerKind::Spectral)
         return encodeSpectral(plan, x, queries);
     PathResult out;
@@ -426,6 +466,8 @@ PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixX
         out.saturatedNorms += codes.saturatedNorms;
         RowMatrixXf rHat;
         sketch.reconstruct(signs, codes.norms, rHat);
+        if (plan.config.qjlReconstruction == QjlReconstruction::Mse)
+            rHat *= static_cast<float>(QjlSketch::mseShrinkage(sketch.m(), sketch.dim()));
         full += rHat;
         if (queries) {
             out.baseScores = out.scores;

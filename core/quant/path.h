@@ -23,6 +23,9 @@ struct PathPlan {
     int dim = 0;               ///< stored dimension (next power of two under the WHT, else d)
     int bits = 0;              ///< scalar bits at this budget
     std::vector<float> signs;  ///< WHT diagonal (dim entries), empty without rotation
+    /// wht_permuted: stored coordinate i is original coordinate permutation[i] (drawn from the
+    /// seed, after the signs, so the signs are TQ's; costs no bits). Empty otherwise.
+    std::vector<int> permutation;
     std::shared_ptr<const Codebook> codebook; ///< Lloyd quantizers
     UniformOptions uniform;    ///< uniform quantizer
     RowMatrixXf sketch;        ///< QJL matrix S (m x dim), empty without QJL (m x d_eff for SpectralQuant)
@@ -63,6 +66,9 @@ PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, co
 double pathBitsPerCoordinate(const PathPlan& plan, int tokens);
 /// The same from the configuration alone (no random draws): for menus and previews.
 double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int tokens);
+
+/// x with its columns in the plan's permuted order (wht_permuted), else x itself.
+RowMatrixXf permutedColumns(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x);
 
 /// The CPU reference encoder: rotate, quantize, dequantize, sketch the residual, estimate
 /// scores the way a real cache would (dequantized dot product + the QJL inner-product

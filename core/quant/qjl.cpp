@@ -2,6 +2,8 @@
 // QJL encode / estimate / reconstruct on the host (the CPU oracle for the OpenCL kernels).
 #include "core/quant/qjl.h"
 
+#include <Eigen/QR>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -19,6 +21,32 @@ RowMatrixXf QjlSketch::drawMatrix(int m, int dim, Rng& rng)
     RowMatrixXf s(m, dim);
     rng.fillNormal(s.data(), static_cast<std::size_t>(s.size()));
     return s;
+}
+
+RowMatrixXf QjlSketch::drawOrthogonalMatrix(int m, int dim, Rng& rng)
+{
+    RowMatrixXf s(m, dim);
+    for (int first = 0; first < m; first += dim) {
+        const int rows = std::min(dim, m - first);
+        RowMatrixXf g(rows, dim);
+        rng.fillNormal(g.data(), static_cast<std::size_t>(g.size()));
+        // Rows of g orthonormalized (Householder QR of g^T), signs fixed by R's diagonal, then
+        // scaled to norm sqrt(dim), the expected norm of a Gaussian row.
+        const Eigen::MatrixXd gt = g.transpose().cast<double>();
+        Eigen::HouseholderQR<Eigen::MatrixXd> qr(gt);
+        Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(dim, rows);
+        const Eigen::MatrixXd r = qr.matrixQR().topRows(rows).triangularView<Eigen::Upper>();
+        for (int c = 0; c < rows; ++c)
+            if (r(c, c) < 0.0)
+                q.col(c) = -q.col(c);
+        s.middleRows(first, rows) = (std::sqrt(static_cast<double>(dim)) * q.transpose()).cast<float>();
+    }
+    return s;
+}
+
+double QjlSketch::mseShrinkage(int m, int dim)
+{
+    return static_cast<double>(m) / (static_cast<double>(m) + std::numbers::pi / 2.0 * dim - 1.0);
 }
 
 void QjlSketch::encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes& out) const

@@ -43,6 +43,12 @@ public:
 
     /// Draws S with i.i.d. N(0, 1) entries from `rng` (row by row).
     static RowMatrixXf drawMatrix(int m, int dim, Rng& rng);
+    /// Draws S with orthogonal rows of norm sqrt(dim), in blocks of at most dim rows: each block
+    /// is the Q factor of a Gaussian draw (the first block from the same draws as drawMatrix).
+    static RowMatrixXf drawOrthogonalMatrix(int m, int dim, Rng& rng);
+    /// The factor alpha = m / (m + (pi/2) dim - 1) that minimizes E||alpha r^ - r||^2 of the
+    /// unbiased reconstruction r^ (whose error energy is ((pi/2) dim - 1)/m of ||r||^2).
+    static double mseShrinkage(int m, int dim);
 
     int m() const { return static_cast<int>(m_matrix.rows()); }
     int dim() const { return static_cast<int>(m_matrix.cols()); }

@@ -14,6 +14,7 @@ std::string_view rotationName(Rotation r)
     switch (r) {
     case Rotation::None: return "none";
     case Rotation::Wht: return "wht";
+    case Rotation::WhtPermuted: return "wht_permuted";
     case Rotation::Eigen: return "eigen";
     }
     return "none";
@@ -21,7 +22,7 @@ std::string_view rotationName(Rotation r)
 
 std::optional<Rotation> rotationFromName(std::string_view name)
 {
-    for (auto r : {Rotation::None, Rotation::Wht, Rotation::Eigen})
+    for (auto r : {Rotation::None, Rotation::Wht, Rotation::WhtPermuted, Rotation::Eigen})
         if (rotationName(r) == name)
             return r;
     return std::nullopt;
@@ -103,6 +104,32 @@ std::optional<ResidualKind> residualFromName(std::string_view name)
     for (auto r : {ResidualKind::None, ResidualKind::Qjl, ResidualKind::HeadQ})
         if (residualName(r) == name)
             return r;
+    return std::nullopt;
+}
+
+std::string_view qjlReconstructionName(QjlReconstruction r)
+{
+    return r == QjlReconstruction::Mse ? "mse" : "unbiased";
+}
+
+std::optional<QjlReconstruction> qjlReconstructionFromName(std::string_view name)
+{
+    for (auto r : {QjlReconstruction::Unbiased, QjlReconstruction::Mse})
+        if (qjlReconstructionName(r) == name)
+            return r;
+    return std::nullopt;
+}
+
+std::string_view qjlSketchName(QjlSketchKind k)
+{
+    return k == QjlSketchKind::Orthogonal ? "orthogonal" : "gaussian";
+}
+
+std::optional<QjlSketchKind> qjlSketchFromName(std::string_view name)
+{
+    for (auto k : {QjlSketchKind::Gaussian, QjlSketchKind::Orthogonal})
+        if (qjlSketchName(k) == name)
+            return k;
     return std::nullopt;
 }
 

@@ -18,6 +18,7 @@ namespace kvlens {
 enum class Rotation {
     None,
     Wht,   ///< randomized Walsh-Hadamard (data-oblivious)
+    WhtPermuted, ///< a seeded permutation of the coordinates, then the randomized Walsh-Hadamard
     Eigen, ///< calibrated eigenbasis (SpectralQuant)
 };
 
@@ -55,6 +56,19 @@ enum class TokenPolicy {
     A2,      ///< more bits where the A^2 surrogate sum_j p_j^2 ||v_j - v^_j||^2 says they matter (paper C)
 };
 
+/// How a QJL path turns the stored signs back into a residual vector (scores always use the
+/// unbiased inner-product estimator).
+enum class QjlReconstruction {
+    Unbiased, ///< r^ = c ||r|| S^T sign(S r), c = sqrt(pi/2)/m: E r^ = r, but E||r^ - r||^2 = ((pi/2) dim - 1)/m ||r||^2
+    Mse,      ///< alpha r^ with alpha = m / (m + (pi/2) dim - 1), the shrinkage minimizing E||alpha r^ - r||^2
+};
+
+/// The QJL sketch matrix.
+enum class QjlSketchKind {
+    Gaussian,   ///< i.i.d. N(0, 1) entries
+    Orthogonal, ///< blocks of orthogonal rows of norm sqrt(dim) (each block the Q of a Gaussian draw)
+};
+
 /// What a path stores about the quantization residual.
 enum class ResidualKind {
     None,
@@ -62,7 +76,7 @@ enum class ResidualKind {
     HeadQ, ///< side code of the residual in a calibrated query basis (paper C)
 };
 
-std::string_view rotationName(Rotation r);           ///< "none", "wht", "eigen"
+std::string_view rotationName(Rotation r);           ///< "none", "wht", "wht_permuted", "eigen"
 std::optional<Rotation> rotationFromName(std::string_view name);
 std::string_view quantizerName(QuantizerKind q);     ///< "lloyd_beta", "lloyd_gauss", "lloyd_empirical", "uniform"
 std::optional<QuantizerKind> quantizerFromName(std::string_view name);
@@ -76,6 +90,10 @@ std::string_view headqControlName(HeadqControl c);   ///< "none", "wrong_sign", 
 std::optional<HeadqControl> headqControlFromName(std::string_view name);
 std::string_view tokenPolicyName(TokenPolicy p);     ///< "uniform", "a2"
 std::optional<TokenPolicy> tokenPolicyFromName(std::string_view name);
+std::string_view qjlReconstructionName(QjlReconstruction r); ///< "unbiased", "mse"
+std::optional<QjlReconstruction> qjlReconstructionFromName(std::string_view name);
+std::string_view qjlSketchName(QjlSketchKind k);     ///< "gaussian", "orthogonal"
+std::optional<QjlSketchKind> qjlSketchFromName(std::string_view name);
 
 /// Bits of a path's scalar quantizer: absolute, or relative to the budget n ("n", "n-1").
 struct BitsRule {
@@ -99,6 +117,8 @@ struct PathConfig {
     ScalarFormat normFormat = ScalarFormat::Fp16;
     ResidualKind residual = ResidualKind::None;
     int qjlDim = 0;                        ///< sketch rows m; 0 means m = d (one bit per coordinate)
+    QjlReconstruction qjlReconstruction = QjlReconstruction::Unbiased;
+    QjlSketchKind qjlSketch = QjlSketchKind::Gaussian;
     int groupSize = 32;                    ///< uniform quantizer
     UniformAxis axis = UniformAxis::PerToken;
     int window = 0;                        ///< uniform quantizer: full-precision recent tokens
