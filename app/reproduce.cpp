@@ -42,7 +42,9 @@ const std::vector<ReproducePreset>& reproducePresets()
         {"paper_a.json", "A1 (QJL variance), A2 (KQV vs QKQV), C2 (proxies)"},
         {"repro_score_scale.json", "A3 (KL ratio vs score scale), A4 (recall follows KL), AB1-2 (value path)"},
         {"heavy_tail_sweep.json", "A5 (heavy tails), A7 (crossover across tail weights)"},
-        {"low_rank_d1024.json", "A6 (low-rank pathology), A7"},
+        {"low_rank_d1024.json", "A6 (low-rank pathology, Haar subspace), A7"},
+        {"low_rank_axis_d1024.json", "A6 (the subspace on the first coordinate axes)"},
+        {"low_rank_random_axes_d1024.json", "A6 (the subspace on random coordinate axes)"},
         {"repro_heavy_tail_d1024.json", "A6 (the heavy-tailed partner)"},
         {"budget_crossover.json", "A7 (budget crossover)"},
         {"repro_vpath_heavy_tail.json", "AB1-2 (value path, heavy tail)"},
@@ -69,7 +71,7 @@ ExperimentSpec sized(ExperimentSpec spec, const ReproduceOptions& o)
         auto shrink = [&](int v, int floor) {
             return std::max(floor, static_cast<int>(std::lround(v * o.scale)));
         };
-        spec.seedCount = shrink(spec.seedCount, 2);
+        spec.seedCount = shrink(spec.seedCount, 3); // three: C2 ranks the trials of a cell
         spec.tokens = shrink(spec.tokens, 128);
         spec.queries = shrink(spec.queries, 16);
         spec.d = std::min(spec.d, 256);
@@ -271,6 +273,8 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
     input.heavyTailSweep = find("heavy_tail_sweep.json");
     input.lowRank1024 = find("low_rank_d1024.json");
     input.heavyTail1024 = find("repro_heavy_tail_d1024.json");
+    input.lowRankAxis1024 = find("low_rank_axis_d1024.json");
+    input.lowRankRandomAxes1024 = find("low_rank_random_axes_d1024.json");
     input.crossover = find("budget_crossover.json");
     input.vpathHeavyTail = find("repro_vpath_heavy_tail.json");
     input.vpathLowRank = find("repro_vpath_low_rank.json");

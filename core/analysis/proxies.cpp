@@ -2,6 +2,7 @@
 #include "core/analysis/proxies.h"
 
 #include "core/io/csv.h"
+#include "core/model/grid.h"
 #include "core/stats/spearman.h"
 
 #include <algorithm>
@@ -109,6 +110,76 @@ std::string proxiesText(const std::vector<ProxyRow>& rows)
         out += "  ";
         out += best >= 0 ? kProxyColumns[static_cast<std::size_t>(best)] : "-";
         out += "\n";
+    }
+    return out;
+}
+
+double deployableProxy(const TrialResult& t, Proxy proxy)
+{
+    if (proxy == Proxy::RawMseK || proxy == Proxy::RelMseK || proxy == Proxy::RelMseV)
+        return proxyValue(t, proxy, 0); // trial-level: computed from the cache alone
+    double sum = 0.0;
+    int count = 0;
+    for (std::size_t q = 0; q < t.kl.size(); q += 2) { // calibration half only
+        const double v = proxyValue(t, proxy, q);
+        if (std::isfinite(v)) {
+            sum += v;
+            ++count;
+        }
+    }
+    return count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+}
+
+double heldOutKl(const TrialResult& t)
+{
+    double sum = 0.0;
+    int count = 0;
+    for (std::size_t q = 1; q < t.kl.size(); q += 2)
+        if (std::isfinite(t.kl[q])) {
+            sum += t.kl[q];
+            ++count;
+        }
+    return count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<DeployableProxyCell> deployableProxyStudy(const ResultSet& results)
+{
+    std::vector<DeployableProxyCell> out;
+    const TrialCells cells(results);
+    const GridShape& shape = cells.shape();
+    for (long long c = 0; c < shape.cellCount(); ++c) {
+        const TrialSlot at = shape.fromWalkIndex(c * shape.seeds);
+        const auto& trials = cells.at(at.point, at.budgetIndex, at.schemeIndex);
+        if (trials.empty())
+            continue;
+        DeployableProxyCell cell;
+        cell.point = at.point;
+        cell.scheme = at.schemeIndex;
+        cell.budget = trials.front()->key.budget;
+        std::vector<double> target;
+        for (const TrialResult* t : trials)
+            target.push_back(heldOutKl(*t));
+        for (int p = 0; p < kProxyCount; ++p) {
+            std::vector<double> x, y;
+            for (std::size_t i = 0; i < trials.size(); ++i) {
+                const double v = deployableProxy(*trials[i], static_cast<Proxy>(p));
+                if (std::isfinite(v) && std::isfinite(target[i])) {
+                    x.push_back(v);
+                    y.push_back(target[i]);
+                }
+            }
+            cell.rho[static_cast<std::size_t>(p)] = x.size() < 3 ? std::numeric_limits<double>::quiet_NaN() : spearman(x, y);
+            cell.trials = std::max(cell.trials, static_cast<int>(x.size()));
+        }
+        std::vector<double> fisher, kl; // the oracle: the evaluated (held-out) queries' own Fisher
+        for (const TrialResult* t : trials)
+            for (std::size_t q = 1; q < t->kl.size() && q < t->fisher.size(); q += 2)
+                if (std::isfinite(t->kl[q]) && std::isfinite(t->fisher[q])) {
+                    fisher.push_back(t->fisher[q]);
+                    kl.push_back(t->kl[q]);
+                }
+        cell.oracleFisher = fisher.size() < 3 ? std::numeric_limits<double>::quiet_NaN() : spearman(fisher, kl);
+        out.push_back(cell);
     }
     return out;
 }

@@ -41,6 +41,26 @@ std::string proxiesCsv(const ResultSet& results, const std::vector<ProxyRow>& ro
 /// A fixed-width table for the terminal, naming each group's best proxy.
 std::string proxiesText(const std::vector<ProxyRow>& rows);
 
+/// The deployable study. A proxy a cache could compute before the queries it is judged on: each
+/// trial's queries are split into a calibration half (even indices) and a held-out half (odd).
+/// The proxy's value for the trial comes from the calibration half alone (trial-level proxies as
+/// they are; Fisher, A^2 and d^2 averaged over the calibration queries); its target is the mean
+/// KL of the held-out half. Spearman rho over the trials of one (point, scheme, budget) cell, so
+/// budgets are never pooled. `oracleFisher` is the held-out queries' own Fisher against their
+/// KL, pooled over the cell's trials: the second-order expansion of the KL it predicts (KL ~ Var_p(ds) / 2), kept
+/// as a labelled reference, not a deployable proxy.
+struct DeployableProxyCell {
+    int point = 0, scheme = 0, budget = 0;
+    int trials = 0;
+    std::array<double, kProxyCount> rho{}; ///< NaN with fewer than 3 trials
+    double oracleFisher = 0.0;
+};
+std::vector<DeployableProxyCell> deployableProxyStudy(const ResultSet& results);
+/// A proxy's deployable value for one trial: from its calibration (even-indexed) queries only.
+double deployableProxy(const TrialResult& t, Proxy proxy);
+/// The held-out target of one trial: the mean KL of its odd-indexed queries (NaN if none is finite).
+double heldOutKl(const TrialResult& t);
+
 /// rho of one proxy pooled over the trials of the given schemes and budgets (empty: all).
 /// For tests and the report.
 double proxyRho(const ResultSet& results, Proxy proxy, const std::vector<int>& schemes, const std::vector<int>& budgets);

@@ -41,7 +41,8 @@ std::vector<Claim> evaluateClaims(const Runs& r)
     if (r.heavyTailSweep)
         out.push_back(heavyTailClaim(*r.heavyTailSweep));
     if (r.lowRank1024 && r.heavyTail1024)
-        out.push_back(lowRankClaim(*r.lowRank1024, *r.heavyTail1024, r.lowRankMarginal, r.heavyTailMarginal));
+        out.push_back(lowRankClaim(*r.lowRank1024, *r.heavyTail1024, r.lowRankMarginal, r.heavyTailMarginal,
+                                   {r.lowRankAxis1024, r.lowRankRandomAxes1024}));
     std::vector<const ResultSet*> crossover;
     for (const ResultSet* rs : {r.crossover, r.heavyTailSweep, r.vpathLowRank, r.lowRank1024})
         if (rs)

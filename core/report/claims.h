@@ -120,7 +120,9 @@ struct Runs {
     const ResultSet* scoreScale = nullptr;      ///< repro_score_scale.json: gaussian, score-scale sweep
     const ResultSet* heavyTailSweep = nullptr;  ///< heavy_tail_sweep.json: nu = 5 ... 1.05
     const ResultSet* lowRank1024 = nullptr;     ///< low_rank_d1024.json
-    const ResultSet* heavyTail1024 = nullptr;   ///< repro_heavy_tail_d1024.json (same sizes and schemes)
+    const ResultSet* heavyTail1024 = nullptr;   ///< repro_heavy_tail_d1024.json (same sizes and schemes, standardized)
+    const ResultSet* lowRankAxis1024 = nullptr;       ///< low_rank_axis_d1024.json: the subspace on the first 8 axes
+    const ResultSet* lowRankRandomAxes1024 = nullptr; ///< low_rank_random_axes_d1024.json: on 8 random axes
     const ResultSet* crossover = nullptr;       ///< budget_crossover.json
     const ResultSet* vpathHeavyTail = nullptr;  ///< repro_vpath_heavy_tail.json: TQ-{KV,QKV,KQV,QKQV}
     const ResultSet* vpathLowRank = nullptr;    ///< repro_vpath_low_rank.json
@@ -146,9 +148,12 @@ Claim recallFollowsKlClaim(const ResultSet& scoreScale);
 /// Paper A: under heavy tails (nu -> 1.05) KV's key direction error blows up, KQV's and QKQV's stay put.
 Claim heavyTailClaim(const ResultSet& sweep);
 /// Paper A: low-rank keys at d = 1024 give KL orders of magnitude above heavy-tailed keys
-/// with the same rotated marginal histogram.
+/// with the same rotated marginal histogram. `constructions` (optional) are further low-rank
+/// runs of other subspace bases (axis, random_axes): each adds its checks, labelled by basis, and
+/// a row of the constructions table (KL ratios, the permuted rotation's, measured/predicted
+/// score-error variance, phi_K, mean attention entropy of both runs).
 Claim lowRankClaim(const ResultSet& lowRank, const ResultSet& heavyTail, const MarginalHistogram* lowRankMarginal,
-                   const MarginalHistogram* heavyTailMarginal);
+                   const MarginalHistogram* heavyTailMarginal, const std::vector<const ResultSet*>& constructions = {});
 /// Paper A: QKQV reconstructs key directions better at n = 2, 3, KQV at n = 4; on every given run.
 Claim crossoverClaim(const std::vector<const ResultSet*>& runs);
 /// Paper A's V-path verdict (spend the QJL bit on V, not K) on the given runs.

@@ -6,6 +6,7 @@
 #include "core/quant/scheme.h"
 #include "core/quant/token_policy.h"
 #include "core/analysis/proxies.h"
+#include "core/report/claims.h"
 #include "common/approx.h"
 
 #include <QTest>
@@ -160,6 +161,51 @@ private slots:
         KVLENS_COMPARE_ABS(stats::proxyRho(r, stats::Proxy::Fisher, {}, {}), 1.0, 1e-12);
         KVLENS_COMPARE_ABS(stats::proxyRho(r, stats::Proxy::A2, {}, {}), -1.0, 1e-12);
         QCOMPARE(stats::proxyRho(r, stats::Proxy::D2, {}, {}), 0.0); // all tied: undefined, reported as 0
+    }
+
+    void theDeployableProxyNeverSeesTheEvaluatedQueries()
+    {
+        // Two cells (n = 3, 4) of six trials (seeds). Each trial's odd (held-out) queries have Fisher = 2 KL
+        // exactly, so the same-query oracle is perfect; its even (calibration) queries carry a
+        // Fisher that falls as the trial's held-out KL rises. The deployable row must follow
+        // the calibration queries (rho = -1), not the evaluated ones (+1).
+        ResultSet r;
+        r.spec = *specFromJson(R"({"d": 16, "tokens": 8, "queries": 8, "budgets": [3, 4], "seeds": {"count": 6},
+                                   "schemes": ["KIVI"]})");
+        r.schemes = r.spec.schemes;
+        for (int budget : {3, 4}) {
+            for (int seed = 0; seed < 6; ++seed) {
+                TrialResult t;
+                t.key = TrialKey{0, 0, budget, seed, r.spec.seed(seed)};
+                t.rawMseK = 1.0 + seed; // raw MSE rises with the held-out KL: rho = +1
+                for (int q = 0; q < 8; ++q) {
+                    const float kl = static_cast<float>((seed + 1) * (q + 1));
+                    t.kl.push_back(kl);
+                    t.fisher.push_back(q % 2 ? 2.0f * kl : static_cast<float>(100 - 10 * seed + q));
+                }
+                r.trials.push_back(t);
+            }
+        }
+        const TrialResult& first = r.trials.front();
+        KVLENS_COMPARE_ABS(stats::deployableProxy(first, stats::Proxy::Fisher), (100 + 102 + 104 + 106) / 4.0, 1e-12);
+        KVLENS_COMPARE_ABS(stats::heldOutKl(first), (2 + 4 + 6 + 8) / 4.0, 1e-12);
+        const auto cells = stats::deployableProxyStudy(r);
+        QCOMPARE(cells.size(), std::size_t{2});
+        QCOMPARE(cells[0].trials, 6);
+        KVLENS_COMPARE_ABS(cells[0].rho[static_cast<std::size_t>(stats::Proxy::Fisher)], -1.0, 1e-12);
+        KVLENS_COMPARE_ABS(cells[0].rho[static_cast<std::size_t>(stats::Proxy::RawMseK)], 1.0, 1e-12);
+        KVLENS_COMPARE_ABS(cells[0].oracleFisher, 1.0, 1e-12); // held-out queries: Fisher = 2 KL
+        // Changing what the evaluated queries' Fisher says changes nothing deployable.
+        ResultSet other = r;
+        for (TrialResult& t : other.trials)
+            for (std::size_t q = 1; q < t.fisher.size(); q += 2)
+                t.fisher[q] = -t.fisher[q];
+        const auto again = stats::deployableProxyStudy(other);
+        for (auto proxy : {stats::Proxy::Fisher, stats::Proxy::RawMseK})
+            QCOMPARE(again[0].rho[static_cast<std::size_t>(proxy)], cells[0].rho[static_cast<std::size_t>(proxy)]);
+        // And the claim reads the deployable row: raw MSE wins here, whatever the oracle says.
+        const claims::Claim c = claims::fisherProxyClaim({&r}, 1, 200);
+        QCOMPARE(c.verdict, claims::Verdict::NotReproduced);
     }
 };
 

@@ -262,18 +262,20 @@ double headqGood(const std::string& s, int)
 /// Four trials of 16 queries, KL distinct and almost independent of the trial; the raw key
 /// MSE is a per-trial value unrelated to KL. `fisher` gives a query's Fisher score error from
 /// (its KL, its trial's raw MSE).
-ResultSet fisherRun(const std::function<double(double, double)>& fisher)
+/// Two schemes x two budgets x six seeds: four (scheme, budget) cells of six trials. Each
+/// trial's KL grows with its seed; the raw key MSE follows a fixed shuffle of the seeds.
+/// `fisher(kl, rawMse, query)` gives each query's Fisher score error.
+ResultSet fisherRun(const std::function<double(double, double, int)>& fisher)
 {
     return handMade(R"({"kvlens_spec": 1, "name": "fisher: hand", "regime": {"name": "gaussian"}, "d": 64,
-        "tokens": 64, "queries": 16, "schemes": ["KQV", "QKQV"], "budgets": [4], "seeds": {"first": 1, "count": 2}})",
-                    [=](TrialResult& t, int, int, const std::string& scheme, int seed) {
-                        const int trial = (scheme == "QKQV" ? 2 : 0) + seed;
-                        const double mse[4] = {0.4, 0.1, 0.3, 0.2};
-                        t.rawMseK = mse[trial];
+        "tokens": 64, "queries": 16, "schemes": ["KQV", "QKQV"], "budgets": [3, 4], "seeds": {"first": 1, "count": 6}})",
+                    [=](TrialResult& t, int, int n, const std::string& scheme, int seed) {
+                        const double mse[6] = {0.4, 0.1, 0.6, 0.3, 0.2, 0.5};
+                        t.rawMseK = mse[seed];
                         for (int i = 0; i < kQueries; ++i) {
-                            const double kl = 0.001 * (1.0 + i) * (1.0 + 0.01 * trial);
+                            const double kl = 0.001 * (1.0 + i) * (1.0 + 0.1 * seed) * (scheme == "QKQV" ? 2.0 : 1.0) * n;
                             t.kl.push_back(static_cast<float>(kl));
-                            t.fisher.push_back(static_cast<float>(fisher(kl, t.rawMseK)));
+                            t.fisher.push_back(static_cast<float>(fisher(kl, t.rawMseK, i)));
                         }
                     });
 }
@@ -572,25 +574,32 @@ private slots:
 
     void fisherProxyFlipsWithTheFisherRanking()
     {
-        // Fisher score error a multiple of KL (rho = 1), raw MSE unrelated: Fisher ranks better.
-        const ResultSet good = fisherRun([](double kl, double) { return 3.0 * kl; });
+        // Deployable Fisher (mean over each trial's calibration queries) a multiple of KL: rho = 1
+        // against the held-out KL in every cell; raw MSE shuffled: Fisher ranks better.
+        const ResultSet good = fisherRun([](double kl, double, int) { return 3.0 * kl; });
         const Claim c = fisherProxyClaim({&good}, 19, 200);
         QCOMPARE(c.checks.size(), std::size_t{1});
         QCOMPARE(c.verdict, Verdict::Reproduced);
+        QCOMPARE(QString::fromStdString(c.tables[0].rows[0][1]), QStringLiteral("4")); // cells
         QCOMPARE(QString::fromStdString(c.tables[0].rows[0][2]), QStringLiteral("1"));
         // Fisher reversed against KL (rho = -1): worse than raw MSE.
-        const ResultSet reversed = fisherRun([](double kl, double) { return 1.0 / kl; });
+        const ResultSet reversed = fisherRun([](double kl, double, int) { return 1.0 / kl; });
         QCOMPARE(fisherProxyClaim({&reversed}, 19, 200).verdict, Verdict::NotReproduced);
         // Fisher carrying exactly the raw MSE's information: no better, and a tie is not a win.
-        const ResultSet tie = fisherRun([](double, double mse) { return mse; });
+        const ResultSet tie = fisherRun([](double, double mse, int) { return mse; });
         const Claim tied = fisherProxyClaim({&tie}, 19, 200);
         QCOMPARE(tied.verdict, Verdict::NotReproduced);
         QCOMPARE(QString::fromStdString(tied.tables[0].rows[0][2]), QString::fromStdString(tied.tables[0].rows[0][3]));
-        // Non-finite Fisher values are left out, not counted against it.
-        const ResultSet someNan = fisherRun([](double kl, double) { return kl > 0.012 ? NAN : 3.0 * kl; });
-        const Claim partial = fisherProxyClaim({&someNan}, 19, 200);
-        QVERIFY(std::stoi(partial.tables[0].rows[0][1]) < 64);
+        // Only the calibration (even) queries count: anything on the held-out queries, here NaN
+        // or a perfect same-query Fisher, leaves the deployable row as it is.
+        const ResultSet heldOutNan = fisherRun([](double kl, double, int i) { return i % 2 ? NAN : 3.0 * kl; });
+        const Claim partial = fisherProxyClaim({&heldOutNan}, 19, 200);
         QCOMPARE(partial.verdict, Verdict::Reproduced);
+        QCOMPARE(partial.tables[0].rows[0][2], c.tables[0].rows[0][2]);
+        const ResultSet oracleOnly = fisherRun([](double kl, double, int i) { return i % 2 ? 2.0 * kl : 1.0 / kl; });
+        const Claim oracle = fisherProxyClaim({&oracleOnly}, 19, 200);
+        QCOMPARE(oracle.verdict, Verdict::NotReproduced);
+        QCOMPARE(QString::fromStdString(oracle.tables[0].rows[0][5]), QStringLiteral("1")); // the oracle row
         // One run each way.
         const Claim two = fisherProxyClaim({&good, &reversed}, 19, 200);
         QCOMPARE(two.verdict, Verdict::DependsOnSetting);

@@ -218,11 +218,16 @@ private slots:
 
     void fisherRanksKlBetterThanRawMse()
     {
+        // The same-query Fisher is the second-order expansion of the KL it is compared with: the
+        // oracle row is near 1 by construction. The deployable Fisher (calibration queries) ranks
+        // the held-out KL of 4 seeds per cell far less well: the built-in advantage is gone.
         const Claim c = fisherProxyClaim({&smallPaperA()}, 3, 60);
         QCOMPARE(c.checks.size(), std::size_t{1});
-        QVERIFY2(c.checks[0].holds, c.checks[0].measured.c_str());
-        const double rhoFisher = std::stod(c.tables[0].rows[0][2]);
-        QVERIFY2(rhoFisher > 0.8, c.tables[0].rows[0][2].c_str());
+        QCOMPARE(c.tables[0].rows[0][1], std::string("9")); // 3 schemes x 3 budgets
+        const double rhoFisher = std::stod(c.tables[0].rows[0][2]), oracle = std::stod(c.tables[0].rows[0][5]);
+        QVERIFY2(oracle > 0.95, c.tables[0].rows[0][5].c_str());
+        QVERIFY2(rhoFisher < oracle - 0.3, c.tables[0].rows[0][2].c_str());
+        QCOMPARE(c.tables[1].rows.size(), std::size_t{9}); // one row per cell
     }
 
     void everyClaimOfTheRunsPresentIsEvaluated()
