@@ -167,7 +167,8 @@ void ClaimFigureView::draw()
         for (std::size_t i = 0; i < m_figure.categories.size(); ++i)
             ticks->addTick(static_cast<double>(i), QString::fromStdString(m_figure.categories[i]));
         plot->xAxis->setTicker(ticks);
-        plot->xAxis->setTickLabelRotation(m_figure.categories.size() > 4 ? 50 : 0);
+        // Rotated labels end at their tick (negative angle), so the last ones stay on the page.
+        plot->xAxis->setTickLabelRotation(m_figure.categories.size() > 4 ? -45 : 0);
     }
     plot->rescaleAxes();
     // Room around the points: a decade fraction on log axes, 5% on linear ones.

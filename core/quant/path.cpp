@@ -367,7 +367,8 @@ PathResult encodeSpectral(const PathPlan& plan, const Eigen::Ref<const RowMatrix
         out.saturatedNorms += codes.saturatedNorms;
         sketch.reconstruct(signs, codes.norms, rHat);
         if (plan.config.qjlReconstruction == QjlReconstruction::Mse)
-            rHat *= static_cast<float>(QjlSketch::mseShrinkage(sketch.m(), sketch.dim()));
+            rHat *= static_cast<float>(QjlSketch::mseShrinkage(sketch.m(), sketch.dim(),
+                                                                plan.config.qjlSketch == QjlSketchKind::Orthogonal));
         if (queries) {
             out.baseScores = out.scores;
             RowMatrixXf correction;
@@ -467,7 +468,8 @@ PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixX
         RowMatrixXf rHat;
         sketch.reconstruct(signs, codes.norms, rHat);
         if (plan.config.qjlReconstruction == QjlReconstruction::Mse)
-            rHat *= static_cast<float>(QjlSketch::mseShrinkage(sketch.m(), sketch.dim()));
+            rHat *= static_cast<float>(QjlSketch::mseShrinkage(sketch.m(), sketch.dim(),
+                                                                plan.config.qjlSketch == QjlSketchKind::Orthogonal));
         full += rHat;
         if (queries) {
             out.baseScores = out.scores;

@@ -44,9 +44,16 @@ RowMatrixXf QjlSketch::drawOrthogonalMatrix(int m, int dim, Rng& rng)
     return s;
 }
 
-double QjlSketch::mseShrinkage(int m, int dim)
+double QjlSketch::reconstructionError(int m, int dim, bool orthogonal)
 {
-    return static_cast<double>(m) / (static_cast<double>(m) + std::numbers::pi / 2.0 * dim - 1.0);
+    if (orthogonal && m <= dim)
+        return std::numbers::pi / 2.0 * dim / m - 1.0;
+    return (std::numbers::pi / 2.0 * dim - 1.0) / m;
+}
+
+double QjlSketch::mseShrinkage(int m, int dim, bool orthogonal)
+{
+    return 1.0 / (1.0 + reconstructionError(m, dim, orthogonal));
 }
 
 void QjlSketch::encode(const Eigen::Ref<const RowMatrixXf>& residuals, QjlCodes& out) const

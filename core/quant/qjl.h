@@ -46,9 +46,13 @@ public:
     /// Draws S with orthogonal rows of norm sqrt(dim), in blocks of at most dim rows: each block
     /// is the Q factor of a Gaussian draw (the first block from the same draws as drawMatrix).
     static RowMatrixXf drawOrthogonalMatrix(int m, int dim, Rng& rng);
-    /// The factor alpha = m / (m + (pi/2) dim - 1) that minimizes E||alpha r^ - r||^2 of the
-    /// unbiased reconstruction r^ (whose error energy is ((pi/2) dim - 1)/m of ||r||^2).
-    static double mseShrinkage(int m, int dim);
+    /// Error energy E||r^ - r||^2 / ||r||^2 of the unbiased reconstruction: ((pi/2) dim - 1)/m
+    /// for a Gaussian S; (pi/2) dim/m - 1 for orthogonal rows (m <= dim: S S^T = dim I; taller
+    /// orthogonal sketches use the Gaussian value, their blocks being independent).
+    static double reconstructionError(int m, int dim, bool orthogonal);
+    /// The factor alpha = 1 / (1 + e) that minimizes E||alpha r^ - r||^2 given that error energy
+    /// e (E<r, r^> = ||r||^2 for both sketches); what is left is e / (1 + e).
+    static double mseShrinkage(int m, int dim, bool orthogonal);
 
     int m() const { return static_cast<int>(m_matrix.rows()); }
     int dim() const { return static_cast<int>(m_matrix.cols()); }

@@ -60,7 +60,7 @@ enum class TokenPolicy {
 /// unbiased inner-product estimator).
 enum class QjlReconstruction {
     Unbiased, ///< r^ = c ||r|| S^T sign(S r), c = sqrt(pi/2)/m: E r^ = r, but E||r^ - r||^2 = ((pi/2) dim - 1)/m ||r||^2
-    Mse,      ///< alpha r^ with alpha = m / (m + (pi/2) dim - 1), the shrinkage minimizing E||alpha r^ - r||^2
+    Mse,      ///< alpha r^ with alpha = 1 / (1 + e), e the unbiased error energy: minimizes E||alpha r^ - r||^2
 };
 
 /// The QJL sketch matrix.

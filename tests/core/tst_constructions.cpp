@@ -4,6 +4,7 @@
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
 #include "core/quant/path.h"
+#include "core/quant/qjl.h"
 #include "core/quant/scheme.h"
 #include "core/quant/wht.h"
 #include "core/regimes/regime.h"
@@ -120,6 +121,45 @@ private slots:
         QCOMPARE(pathBitsPerCoordinate(permuted, 32), pathBitsPerCoordinate(planPath(whtPath(Rotation::Wht), 4, d,
                                                                                       PathSite::Keys, nullptr,
                                                                                       EngineKind::Pcg64, 5), 32));
+    }
+
+    void qjlReconstructionErrorMatchesItsClosedForm_data()
+    {
+        QTest::addColumn<bool>("orthogonal");
+        QTest::addColumn<int>("m");
+        QTest::newRow("gaussian, m = dim") << false << 128;
+        QTest::newRow("gaussian, m = 4 dim") << false << 512;
+        QTest::newRow("orthogonal, m = dim") << true << 128;
+        QTest::newRow("orthogonal, m = dim / 2") << true << 64;
+    }
+    void qjlReconstructionErrorMatchesItsClosedForm()
+    {
+        // E||r^ - r||^2 / ||r||^2 of the unbiased reconstruction: ((pi/2) dim - 1)/m for Gaussian
+        // rows (1.56 at m = dim: it adds energy), (pi/2) dim/m - 1 for orthogonal ones; the MSE
+        // shrinkage leaves e / (1 + e).
+        QFETCH(bool, orthogonal);
+        QFETCH(int, m);
+        const int dim = 128, rows = 2000;
+        Rng rng(EngineKind::Pcg64, 11, Stream::KeySketch);
+        const RowMatrixXf s = orthogonal ? QjlSketch::drawOrthogonalMatrix(m, dim, rng) : QjlSketch::drawMatrix(m, dim, rng);
+        if (orthogonal && m <= dim) {
+            const Eigen::MatrixXd gram = (s * s.transpose()).cast<double>();
+            QVERIFY((gram - dim * Eigen::MatrixXd::Identity(m, m)).cwiseAbs().maxCoeff() < 1e-3 * dim);
+        }
+        const QjlSketch sketch(s, ScalarFormat::Fp32);
+        Rng data(EngineKind::Pcg64, 12, Stream::Keys);
+        RowMatrixXf r(rows, dim);
+        data.fillNormal(r.data(), static_cast<std::size_t>(r.size()));
+        QjlCodes codes;
+        RowMatrixXf signs, rHat;
+        sketch.encode(r, codes, signs);
+        sketch.reconstruct(signs, codes.norms, rHat);
+        const double e = (rHat - r).squaredNorm() / r.squaredNorm();
+        const double closed = QjlSketch::reconstructionError(m, dim, orthogonal);
+        KVLENS_COMPARE_REL(e, closed, 0.03);
+        const double alpha = QjlSketch::mseShrinkage(m, dim, orthogonal);
+        const double shrunk = (alpha * rHat - r).squaredNorm() / r.squaredNorm();
+        KVLENS_COMPARE_REL(shrunk, closed / (1.0 + closed), 0.03);
     }
 
     void theScoreErrorFollowsTheConstruction()
