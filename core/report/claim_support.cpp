@@ -241,8 +241,19 @@ std::string runLabel(const ExperimentSpec& s)
     };
     if (s.regime == "heavy_tail")
         add("nu", "ν");
-    if (s.regime == "low_rank" || s.regime == "kv_subspace")
+    // Choices that change the construction are named when they differ from the default.
+    auto addChoice = [&](const char* key, const char* plain, const std::string& label) {
+        const auto it = s.regimeParams.find(key);
+        const std::string* v = it == s.regimeParams.end() ? nullptr : std::get_if<std::string>(&it->second);
+        if (v && *v != plain)
+            params += (params.empty() ? "" : ", ") + (label.empty() ? *v : label);
+    };
+    if (s.regime == "heavy_tail")
+        addChoice("standardize", "false", "standardized");
+    if (s.regime == "low_rank" || s.regime == "kv_subspace") {
         add("rank", "rank");
+        addChoice("basis", "haar", "");
+    }
     if (s.d != 128)
         params += (params.empty() ? "" : ", ") + std::string("d = ") + std::to_string(s.d);
     return params.empty() ? s.regime : s.regime + " (" + params + ")";

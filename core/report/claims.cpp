@@ -35,7 +35,9 @@ std::vector<Claim> evaluateClaims(const Runs& r)
     if (r.paperA)
         out.push_back(kqvBeatsQkqvClaim(*r.paperA, r.seed, r.resamples));
     if (r.scoreScale)
-        out.push_back(klRatioClaim(*r.scoreScale, r.seed + 1000, r.resamples));
+        out.push_back(klRatioClaim(*r.scoreScale, r.seed + 1000, r.resamples,
+                                   {r.paperA, r.heavyTailSweep, r.lowRank1024, r.lowRankAxis1024, r.lowRankRandomAxes1024,
+                                    r.heavyTail1024, r.vpathHeavyTail, r.vpathLowRank}));
     if (r.scoreScale)
         out.push_back(recallFollowsKlClaim(*r.scoreScale));
     if (r.heavyTailSweep)

@@ -142,7 +142,10 @@ Claim qjlVarianceClaim(const ResultSet& gaussian);
 /// Paper A: KQV has lower per-query KL than QKQV at n = 2, 3, 4 (Mann-Whitney, rank-biserial).
 Claim kqvBeatsQkqvClaim(const ResultSet& paperA, std::uint64_t seed, int resamples);
 /// Paper A: at n = 4 the median KL of QKQV is 2.25x that of KQV; checked at every score scale.
-Claim klRatioClaim(const ResultSet& scoreScale, std::uint64_t seed, int resamples);
+/// `acrossRegimes` (optional): further runs with KQV and QKQV, tabulated (not checked) with mean
+/// and median ratios, their intervals, the closed-form (pi/2) D_{n-1}/D_n and each run's entropy.
+Claim klRatioClaim(const ResultSet& scoreScale, std::uint64_t seed, int resamples,
+                   const std::vector<const ResultSet*>& acrossRegimes = {});
 /// Paper A: top-5 recall and output direction error move with KL (KQV vs QKQV).
 Claim recallFollowsKlClaim(const ResultSet& scoreScale);
 /// Paper A: under heavy tails (nu -> 1.05) KV's key direction error blows up, KQV's and QKQV's stay put.

@@ -5,6 +5,7 @@
 #include "core/io/csv.h"
 
 #include <algorithm>
+#include <variant>
 
 namespace kvlens::claims {
 
@@ -82,6 +83,35 @@ const std::string& svgOf(const ReportPage& p, const std::string& id)
     return it == p.svgData.end() ? none : it->second;
 }
 
+/// What a reader needs to rerun a run exactly: preset, regime and its parameters, sizes, seeds, RNG.
+std::string runDetail(const ReportRun& r)
+{
+    const ExperimentSpec& s = r.results->spec;
+    std::string params;
+    for (const auto& [key, value] : s.regimeParams) {
+        if (key == "path" || key == "keys" || key == "values" || key == "queries")
+            continue;
+        params += (params.empty() ? "" : ", ") + key + " = " +
+                  (std::holds_alternative<double>(value) ? formatSig(std::get<double>(value), 4) : std::get<std::string>(value));
+    }
+    return r.file + ": " + s.regime + (params.empty() ? "" : " (" + params + ")") + ", d = " + std::to_string(s.d) +
+           ", N = " + std::to_string(s.tokens) + ", Q = " + std::to_string(s.queries) + ", score scale " +
+           formatSig(s.scoreScale) + ", seeds " + std::to_string(s.firstSeed) + ".." +
+           std::to_string(s.firstSeed + static_cast<std::uint64_t>(s.seedCount) - 1) + " (" +
+           (s.engine == EngineKind::Pcg64 ? "pcg64" : "mt19937_64") + ")";
+}
+
+/// The claim's runs, as runDetail says them.
+std::string runsText(const ReportPage& p, const Claim& c)
+{
+    std::string out;
+    for (const std::string& name : c.runs)
+        for (const ReportRun& r : p.runs)
+            if (r.results && r.results->spec.name == name)
+                out += (out.empty() ? "" : "; ") + runDetail(r);
+    return out;
+}
+
 } // namespace
 
 std::string htmlEscape(std::string_view text)
@@ -93,7 +123,7 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
 {
     ReportFiles out;
     CsvWriter claimsCsv({"id", "paper", "title", "verdict", "checks", "holding", "headline", "depends_on", "criterion"});
-    CsvWriter checksCsv({"claim", "setting", "measured", "holds"});
+    CsvWriter checksCsv({"claim", "setting", "measured", "holds", "runs"});
     for (const Claim& c : claimList) {
         const auto holding = std::count_if(c.checks.begin(), c.checks.end(), [](const auto& k) { return k.holds; });
         claimsCsv.add(c.id).add(c.paper).add(c.title).add(verdictText(c.verdict))
@@ -101,7 +131,7 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
             .add(c.dependsOn).add(c.criterion);
         claimsCsv.endRow();
         for (const Check& k : c.checks) {
-            checksCsv.add(c.id).add(k.setting).add(k.measured).add(k.holds ? "yes" : "no");
+            checksCsv.add(c.id).add(k.setting).add(k.measured).add(k.holds ? "yes" : "no").add(runsText(p, c));
             checksCsv.endRow();
         }
     }
@@ -146,7 +176,7 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
         std::string runNames;
         for (const std::string& r : c.runs)
             runNames += (runNames.empty() ? "" : "; ") + r;
-        page += "<p class=\"meta\">Runs: " + html(runNames) + "</p>\n";
+        page += "<p class=\"meta\">Runs: " + html(runsText(p, c).empty() ? runNames : runsText(p, c)) + "</p>\n";
         for (const Figure& f : c.figures) {
             page += "<figure><img alt=\"" + html(f.title) + "\" src=\"data:image/svg+xml;base64," + svgOf(p, f.id) +
                     "\">\n<figcaption><b>" + html(f.title) + ".</b> " + html(f.caption) + " Files: <a href=\"figures/" +

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Claim evaluation: verdict rules, criteria, the rotated marginal, and verdicts that follow the measured numbers.
 #include "core/report/claims.h"
+#include "core/quant/lloyd_max.h"
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
 #include "common/approx.h"
@@ -228,6 +229,30 @@ private slots:
         QVERIFY2(oracle > 0.95, c.tables[0].rows[0][5].c_str());
         QVERIFY2(rhoFisher < oracle - 0.3, c.tables[0].rows[0][2].c_str());
         QCOMPARE(c.tables[1].rows.size(), std::size_t{9}); // one row per cell
+    }
+
+    void klRatioAcrossRegimesAgainstItsClosedForm()
+    {
+        // The across-regimes table of A3: the mean-KL ratio QKQV / KQV at n = 4 recomputed from
+        // the trials, and the closed form (pi/2) D_3 / D_4 of the Beta(64) codebooks.
+        const ResultSet& a = smallPaperA();
+        const Claim c = klRatioClaim(a, 1, 50, {&a});
+        QCOMPARE(c.tables.size(), std::size_t{2});
+        const Table& across = c.tables[1];
+        QCOMPARE(across.rows.size(), std::size_t{1});
+        double kqv = 0.0, qkqv = 0.0;
+        for (const TrialResult& t : a.trials) {
+            const std::string& name = a.schemes[static_cast<std::size_t>(t.key.scheme)].name;
+            if (t.key.budget != 4 || (name != "KQV" && name != "QKQV"))
+                continue;
+            for (float kl : t.kl)
+                (name == "KQV" ? kqv : qkqv) += kl;
+        }
+        const std::string meanRatio = across.rows[0][4];
+        KVLENS_COMPARE_REL(std::stod(meanRatio), qkqv / kqv, 1e-2); // printed to 3 significant digits
+        const Codebook d3 = designBetaCodebook(64, 3), d4 = designBetaCodebook(64, 4);
+        KVLENS_COMPARE_REL(std::stod(across.rows[0][6]), std::numbers::pi / 2 * (d3.mse / d3.variance) / (d4.mse / d4.variance),
+                           1e-2);
     }
 
     void everyClaimOfTheRunsPresentIsEvaluated()
