@@ -67,13 +67,10 @@ FigureData buildFigureData(const ResultSet& results)
             f.klBinEdges.push_back(std::pow(10.0, a + (b - a) * i / kKlBins));
     }
 
-    const GridShape& shape = cells.shape();
-    for (long long c = 0; c < shape.cellCount(); ++c) {
-        const TrialSlot at = shape.fromWalkIndex(c * shape.seeds);
+    for (const TrialCells::Cell& where : cells.nonEmpty()) {
+        const TrialSlot& at = where.at;
         const int point = at.point, scheme = at.schemeIndex;
-        const std::vector<const TrialResult*>& trials = cells.at(point, at.budgetIndex, scheme);
-        if (trials.empty())
-            continue;
+        const std::vector<const TrialResult*>& trials = *where.trials;
         const int budget = budgets[static_cast<std::size_t>(at.budgetIndex)];
 
         KlDistribution k;

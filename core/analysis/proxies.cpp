@@ -146,12 +146,9 @@ std::vector<DeployableProxyCell> deployableProxyStudy(const ResultSet& results)
 {
     std::vector<DeployableProxyCell> out;
     const TrialCells cells(results);
-    const GridShape& shape = cells.shape();
-    for (long long c = 0; c < shape.cellCount(); ++c) {
-        const TrialSlot at = shape.fromWalkIndex(c * shape.seeds);
-        const auto& trials = cells.at(at.point, at.budgetIndex, at.schemeIndex);
-        if (trials.empty())
-            continue;
+    for (const TrialCells::Cell& where : cells.nonEmpty()) {
+        const TrialSlot& at = where.at;
+        const auto& trials = *where.trials;
         DeployableProxyCell cell;
         cell.point = at.point;
         cell.scheme = at.schemeIndex;

@@ -28,13 +28,10 @@ std::vector<SummaryRow> summarize(const ResultSet& results)
 {
     // One row per non-empty cell, in walk order.
     const TrialCells cells(results);
-    const GridShape& shape = cells.shape();
     std::vector<SummaryRow> rows;
-    for (long long c = 0; c < shape.cellCount(); ++c) {
-        const TrialSlot at = shape.fromWalkIndex(c * shape.seeds);
-        const std::vector<const TrialResult*>& trials = cells.at(at.point, at.budgetIndex, at.schemeIndex);
-        if (trials.empty())
-            continue;
+    for (const TrialCells::Cell& cell : cells.nonEmpty()) {
+        const TrialSlot& at = cell.at;
+        const std::vector<const TrialResult*>& trials = *cell.trials;
         SummaryRow r;
         r.point = at.point;
         r.scheme = at.schemeIndex;

@@ -36,6 +36,15 @@ const std::vector<const TrialResult*>& TrialCells::at(int point, int budgetIndex
     return m_cells[static_cast<std::size_t>(m_shape.cellIndex(point, budgetIndex, scheme))];
 }
 
+std::vector<TrialCells::Cell> TrialCells::nonEmpty() const
+{
+    std::vector<Cell> out;
+    for (long long c = 0; c < m_shape.cellCount(); ++c)
+        if (!m_cells[static_cast<std::size_t>(c)].empty())
+            out.push_back(Cell{m_shape.fromWalkIndex(c * m_shape.seeds), &m_cells[static_cast<std::size_t>(c)]});
+    return out;
+}
+
 const std::vector<const TrialResult*>& TrialCells::atBudget(int point, int budget, int scheme) const
 {
     return at(point, budgetIndex(budget), scheme);

@@ -81,6 +81,14 @@ public:
     /// Index of budget n in the spec's list, or -1.
     int budgetIndex(int budget) const;
 
+    /// A non-empty cell: where it is (seedIndex 0) and its trials in seed order.
+    struct Cell {
+        TrialSlot at;
+        const std::vector<const TrialResult*>* trials = nullptr;
+    };
+    /// The non-empty cells in walk order: what every per-cell table iterates.
+    std::vector<Cell> nonEmpty() const;
+
 private:
     GridShape m_shape;
     std::vector<int> m_budgets;
