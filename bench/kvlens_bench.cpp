@@ -2,6 +2,7 @@
 // kvlens-bench: per-stage and end-to-end timings of each backend, as ratios to SGEMM and memcpy
 // measured in the same run (absolute numbers drift on a shared machine; ratios survive).
 #include "bench/bench_util.h"
+#include "core/analysis/comparison.h"
 
 #include "core/attention/attention.h"
 #include "core/experiment/runner.h"
@@ -192,6 +193,20 @@ int main(int argc, char** argv)
             if (spec.name == "default")
                 std::printf(", %.2f x the CPU backend", msG / cpuDefaultMs);
             std::printf("\n");
+        }
+    }
+
+    // The comparison table's bootstrap and permutation statistics, after the trials: their share
+    // of a --batch run of the default experiment (target: at most 15%).
+    {
+        const ExperimentSpec spec = *normalizeSpec(defaultSpec());
+        CpuBackend backend(threads);
+        const auto results = runExperiment(spec, backend);
+        if (results) {
+            const double ms = medianMs([&] { (void)stats::compareSchemes(*results); }, 3, 1);
+            std::printf("\nstatistics\n");
+            std::printf("  %-44s %9.3f ms  %5.1f%% of trials + statistics (%.1f ms of trials)\n",
+                        "comparison table of the default run", ms, 100.0 * ms / (ms + cpuDefaultMs), cpuDefaultMs);
         }
     }
     return 0;

@@ -15,10 +15,12 @@
 #include "core/stats/wilcoxon.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <numbers>
+#include <thread>
 
 namespace kvlens::stats {
 
@@ -102,68 +104,91 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
             points.push_back(p);
     }
 
-    std::vector<ComparisonRow> rows;
+    // The rows to compute, each with its own resampling seeds (from its place in the full table,
+    // so a row's numbers do not depend on which others exist or on the thread that computes it).
+    struct Job {
+        int point, budget, ia, ib;
+        std::uint64_t rowSeed;
+    };
+    std::vector<Job> jobs;
     std::uint64_t rowSeed = 0;
-    for (int point : points) {
-        for (int budget : spec.budgets) {
+    for (int point : points)
+        for (int budget : spec.budgets)
             for (const auto& [ia, ib] : pairs) {
-                const Cell& ca = cells.atBudget(point, budget, ia);
-                const Cell& cb = cells.atBudget(point, budget, ib);
                 ++rowSeed;
-                if (ca.empty() || cb.empty())
-                    continue;
-                ComparisonRow row;
-                row.point = point;
-                row.budget = budget;
-                row.schemeA = ia;
-                row.schemeB = ib;
-                const std::vector<double> klA = pooledKl(ca), klB = pooledKl(cb);
-                row.queries = klA.size();
-                // Paired when both hold the same seeds in the same order (the queries are then identical).
-                row.paired = klA.size() == klB.size() && ca.size() == cb.size()
-                             && std::equal(ca.begin(), ca.end(), cb.begin(),
-                                           [](const TrialResult* x, const TrialResult* y) {
-                                               return x->key.seedIndex == y->key.seedIndex;
-                                           });
-                row.medianKlA = location(klA, Location::Median);
-                row.medianKlB = location(klB, Location::Median);
-                const std::uint64_t seed = deriveSeed(spec.firstSeed, Stream::Statistics, rowSeed);
-                const BootstrapCi ci = row.paired
-                    ? bootstrapPairedRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed)
-                    : bootstrapRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed);
-                row.medianKlRatio = ci.estimate;
-                row.ratioLow = ci.lower;
-                row.ratioHigh = ci.upper;
-
-                const MannWhitneyResult mw = mannWhitneyU(klA, klB);
-                row.mannWhitneyU = mw.u1;
-                row.rankBiserial = mw.rankBiserial;
-                row.mannWhitneyP = mw.p;
-                row.mannWhitneyPNoContinuity = mw.pNoContinuity;
-                if (row.paired) {
-                    const WilcoxonResult w = wilcoxonSignedRank(klA, klB);
-                    row.wilcoxonStatistic = w.statistic;
-                    row.wilcoxonP = w.p;
-                    row.test = "wilcoxon";
-                    row.p = w.p;
-                } else {
-                    row.test = "mann-whitney";
-                    row.p = mw.p;
-                }
-                const KsResult ks = ksTwoSample(klA, klB);
-                row.ksD = ks.d;
-                row.ksP = ks.p;
-
-                Eigen::MatrixXd pa = sixDPoints(ca), pb = sixDPoints(cb);
-                standardize(pa, pb);
-                const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations,
-                                                      deriveSeed(spec.firstSeed, Stream::Statistics, rowSeed + (1ULL << 32)));
-                row.energy = e.statistic;
-                row.energyP = e.pValue;
-                rows.push_back(std::move(row));
+                if (!cells.atBudget(point, budget, ia).empty() && !cells.atBudget(point, budget, ib).empty())
+                    jobs.push_back(Job{point, budget, ia, ib, rowSeed});
             }
+
+    auto compute = [&](const Job& job) {
+        const Cell& ca = cells.atBudget(job.point, job.budget, job.ia);
+        const Cell& cb = cells.atBudget(job.point, job.budget, job.ib);
+        ComparisonRow row;
+        row.point = job.point;
+        row.budget = job.budget;
+        row.schemeA = job.ia;
+        row.schemeB = job.ib;
+        const std::vector<double> klA = pooledKl(ca), klB = pooledKl(cb);
+        row.queries = klA.size();
+        // Paired when both hold the same seeds in the same order (the queries are then identical).
+        row.paired = klA.size() == klB.size() && ca.size() == cb.size()
+                     && std::equal(ca.begin(), ca.end(), cb.begin(), [](const TrialResult* x, const TrialResult* y) {
+                            return x->key.seedIndex == y->key.seedIndex;
+                        });
+        row.medianKlA = location(klA, Location::Median);
+        row.medianKlB = location(klB, Location::Median);
+        const std::uint64_t seed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed);
+        const BootstrapCi ci = row.paired
+            ? bootstrapPairedRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed)
+            : bootstrapRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed);
+        row.medianKlRatio = ci.estimate;
+        row.ratioLow = ci.lower;
+        row.ratioHigh = ci.upper;
+
+        const MannWhitneyResult mw = mannWhitneyU(klA, klB);
+        row.mannWhitneyU = mw.u1;
+        row.rankBiserial = mw.rankBiserial;
+        row.mannWhitneyP = mw.p;
+        row.mannWhitneyPNoContinuity = mw.pNoContinuity;
+        if (row.paired) {
+            const WilcoxonResult w = wilcoxonSignedRank(klA, klB);
+            row.wilcoxonStatistic = w.statistic;
+            row.wilcoxonP = w.p;
+            row.test = "wilcoxon";
+            row.p = w.p;
+        } else {
+            row.test = "mann-whitney";
+            row.p = mw.p;
         }
-    }
+        const KsResult ks = ksTwoSample(klA, klB);
+        row.ksD = ks.d;
+        row.ksP = ks.p;
+
+        Eigen::MatrixXd pa = sixDPoints(ca), pb = sixDPoints(cb);
+        standardize(pa, pb);
+        const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations,
+                                              deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed + (1ULL << 32)));
+        row.energy = e.statistic;
+        row.energyP = e.pValue;
+        return row;
+    };
+
+    // Rows spread over the cores; each lands in its own slot, so the table is the same whatever
+    // the thread count.
+    std::vector<ComparisonRow> rows(jobs.size());
+    const unsigned workers =
+        static_cast<unsigned>(std::min<std::size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency())));
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        for (std::size_t i = next++; i < jobs.size(); i = next++)
+            rows[i] = compute(jobs[i]);
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < workers; ++t)
+        threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads)
+        t.join();
 
     std::vector<double> logP;
     logP.reserve(rows.size());

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -31,6 +32,51 @@ double locationInPlace(std::vector<double>& values, Location loc)
     const double lower = *std::max_element(values.begin(), middle);
     return 0.5 * (lower + upper);
 }
+
+/// The median of bootstrap resamples read from counts over the once-sorted sample: the k-th
+/// smallest of a resample is the sorted value where the running count passes k, so each
+/// resample costs its draws and one scan instead of a copy and a selection. The values are the
+/// same order statistics nth_element finds, so the medians are identical.
+class CountedMedian {
+public:
+    explicit CountedMedian(std::span<const double> values)
+        : m_sorted(values.begin(), values.end()), m_rank(values.size()), m_counts(values.size(), 0)
+    {
+        std::vector<std::size_t> order(values.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+        for (std::size_t r = 0; r < order.size(); ++r) {
+            m_rank[order[r]] = static_cast<std::uint32_t>(r);
+            m_sorted[r] = values[order[r]];
+        }
+    }
+    void clear() { std::fill(m_counts.begin(), m_counts.end(), 0u); }
+    void add(std::size_t original) { ++m_counts[m_rank[original]]; }
+    /// Median of the added multiset (as many draws as values).
+    double median() const
+    {
+        const std::size_t n = m_sorted.size(), upper = n / 2;
+        const std::size_t lowerRank = n % 2 ? upper : upper - 1;
+        double lower = 0.0;
+        std::size_t seen = 0;
+        bool haveLower = false;
+        for (std::size_t p = 0; p < n; ++p) {
+            seen += m_counts[p];
+            if (!haveLower && seen > lowerRank) {
+                lower = m_sorted[p];
+                haveLower = true;
+            }
+            if (seen > upper)
+                return n % 2 ? m_sorted[p] : 0.5 * (lower + m_sorted[p]);
+        }
+        return m_sorted.back();
+    }
+
+private:
+    std::vector<double> m_sorted;
+    std::vector<std::uint32_t> m_rank;
+    std::vector<std::uint32_t> m_counts;
+};
 
 /// Fills `out` with values[i] for n indices drawn with replacement.
 void resampleInto(std::span<const double> values, Rng& rng, std::vector<double>& out)
@@ -89,6 +135,16 @@ BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double le
     Rng rng(EngineKind::Pcg64, seed);
     std::vector<double> statistics;
     statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    if (loc == Location::Median) {
+        CountedMedian median(x);
+        for (int b = 0; b < resamples; ++b) {
+            median.clear();
+            for (std::size_t k = 0; k < x.size(); ++k)
+                median.add(static_cast<std::size_t>(rng.below(x.size())));
+            statistics.push_back(median.median());
+        }
+        return finish(location(x, loc), level, std::move(statistics));
+    }
     std::vector<double> scratch;
     for (int b = 0; b < resamples; ++b) {
         resampleInto(x, rng, scratch);
@@ -108,6 +164,21 @@ BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y,
     Rng rng(EngineKind::Pcg64, seed);
     std::vector<double> statistics;
     statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    if (loc == Location::Median) {
+        CountedMedian mx(x), my(y);
+        for (int b = 0; b < resamples; ++b) {
+            mx.clear();
+            my.clear();
+            for (std::size_t k = 0; k < x.size(); ++k) // the draws in the order resampleInto makes them
+                mx.add(static_cast<std::size_t>(rng.below(x.size())));
+            for (std::size_t k = 0; k < y.size(); ++k)
+                my.add(static_cast<std::size_t>(rng.below(y.size())));
+            const double bottom = my.median();
+            if (bottom != 0.0)
+                statistics.push_back(mx.median() / bottom);
+        }
+        return finish(location(x, loc) / denominator, level, std::move(statistics));
+    }
     std::vector<double> scratchX, scratchY;
     for (int b = 0; b < resamples; ++b) {
         resampleInto(x, rng, scratchX);
@@ -131,6 +202,22 @@ BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const doub
     Rng rng(EngineKind::Pcg64, seed);
     std::vector<double> statistics;
     statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    if (loc == Location::Median) {
+        CountedMedian mx(x), my(y);
+        for (int b = 0; b < resamples; ++b) {
+            mx.clear();
+            my.clear();
+            for (std::size_t k = 0; k < x.size(); ++k) {
+                const auto i = static_cast<std::size_t>(rng.below(x.size()));
+                mx.add(i);
+                my.add(i);
+            }
+            const double bottom = my.median();
+            if (bottom != 0.0)
+                statistics.push_back(mx.median() / bottom);
+        }
+        return finish(location(x, loc) / denominator, level, std::move(statistics));
+    }
     std::vector<double> scratchX(x.size()), scratchY(y.size());
     for (int b = 0; b < resamples; ++b) {
         for (std::size_t k = 0; k < x.size(); ++k) {

@@ -761,6 +761,89 @@ private slots:
         KVLENS_VERIFY_IN_RANGE(unpaired.upper - unpaired.lower, 0.2, 0.6);
     }
 
+    void bootstrapMediansFromCountsEqualSelection_data()
+    {
+        QTest::addColumn<int>("n");
+        QTest::addColumn<bool>("ties");
+        QTest::newRow("odd") << 101 << false;
+        QTest::newRow("even") << 512 << false;
+        QTest::newRow("even, ties") << 200 << true;
+    }
+    void bootstrapMediansFromCountsEqualSelection()
+    {
+        // The medians are read from counts over the sorted sample; the reference here copies
+        // each resample and selects with nth_element, from the same draws: equal bit for bit.
+        QFETCH(int, n);
+        QFETCH(bool, ties);
+        Rng data(EngineKind::Pcg64, 77);
+        std::vector<double> x = normals(data, static_cast<std::size_t>(n), 0.0), y = normals(data, static_cast<std::size_t>(n), 1.0);
+        for (double& v : x)
+            v = ties ? std::round(v * 4.0) : std::exp(v);
+        for (double& v : y)
+            v = ties ? std::round(v * 4.0) + 10.0 : std::exp(v);
+        auto selectMedian = [](std::vector<double> v) {
+            const std::size_t half = v.size() / 2;
+            std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(half), v.end());
+            const double upper = v[half];
+            if (v.size() % 2)
+                return upper;
+            return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(half)) + upper);
+        };
+        auto interval = [](std::vector<double> stats, double level) {
+            std::sort(stats.begin(), stats.end());
+            auto q = [&](double p) {
+                const double h = p * static_cast<double>(stats.size() - 1);
+                const auto lo = static_cast<std::size_t>(std::floor(h));
+                const std::size_t hi = std::min(lo + 1, stats.size() - 1);
+                return stats[lo] + (h - static_cast<double>(lo)) * (stats[hi] - stats[lo]);
+            };
+            return std::pair{q(0.5 * (1.0 - level)), q(0.5 * (1.0 + level))};
+        };
+        const int resamples = 300;
+        const std::uint64_t seed = 123;
+        // One sample.
+        {
+            Rng rng(EngineKind::Pcg64, seed);
+            std::vector<double> stats, r(x.size());
+            for (int b = 0; b < resamples; ++b) {
+                for (double& v : r)
+                    v = x[static_cast<std::size_t>(rng.below(x.size()))];
+                stats.push_back(selectMedian(r));
+            }
+            const auto [lo, hi] = interval(stats, 0.95);
+            const BootstrapCi ci = bootstrapLocation(x, Location::Median, 0.95, resamples, seed);
+            QCOMPARE(ci.lower, lo);
+            QCOMPARE(ci.upper, hi);
+        }
+        // Two independent samples, then paired.
+        for (const bool paired : {false, true}) {
+            Rng rng(EngineKind::Pcg64, seed);
+            std::vector<double> stats, rx(x.size()), ry(y.size());
+            for (int b = 0; b < resamples; ++b) {
+                if (paired) {
+                    for (std::size_t k = 0; k < x.size(); ++k) {
+                        const auto i = static_cast<std::size_t>(rng.below(x.size()));
+                        rx[k] = x[i];
+                        ry[k] = y[i];
+                    }
+                } else {
+                    for (double& v : rx)
+                        v = x[static_cast<std::size_t>(rng.below(x.size()))];
+                    for (double& v : ry)
+                        v = y[static_cast<std::size_t>(rng.below(y.size()))];
+                }
+                const double bottom = selectMedian(ry);
+                if (bottom != 0.0)
+                    stats.push_back(selectMedian(rx) / bottom);
+            }
+            const auto [lo, hi] = interval(stats, 0.95);
+            const BootstrapCi ci = paired ? bootstrapPairedRatio(x, y, Location::Median, 0.95, resamples, seed)
+                                          : bootstrapRatio(x, y, Location::Median, 0.95, resamples, seed);
+            QCOMPARE(ci.lower, lo);
+            QCOMPARE(ci.upper, hi);
+        }
+    }
+
     void bootstrapDegenerate()
     {
         const std::vector<double> empty;
