@@ -87,7 +87,10 @@ std::string proxiesCsv(const ResultSet& results, const std::vector<ProxyRow>& ro
 
 std::string proxiesText(const std::vector<ProxyRow>& rows)
 {
-    std::string out = "Spearman rho of each proxy against per-query KL (higher ranks damage better)\n";
+    std::string out = "Spearman rho of each proxy against per-query KL (higher ranks damage better)\n"
+                      "(fisher, a2_value_error and d2 are computed on the evaluated query itself: an oracle, Fisher\n"
+                      " being the second-order expansion of that query's KL; the report's C2 judges proxies from\n"
+                      " calibration queries on held-out ones)\n";
     char line[256];
     std::snprintf(line, sizeof line, "%-22s %8s", "group", "queries");
     out += line;

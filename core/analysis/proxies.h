@@ -32,7 +32,9 @@ struct ProxyRow {
     std::array<double, kProxyCount> rho{}; ///< NaN where undefined (fewer than 2 queries)
 };
 
-/// One row per scheme (pooled over points, budgets and seeds), then one over every scheme.
+/// One row per scheme (pooled over points, budgets and seeds), then one over every scheme. The
+/// per-query proxies are computed on the evaluated query itself (an oracle; see
+/// deployableProxyStudy for the held-out design).
 /// Queries whose KL or proxy is not finite are left out of that proxy's correlation.
 std::vector<ProxyRow> proxyStudy(const ResultSet& results);
 
