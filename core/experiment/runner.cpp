@@ -5,6 +5,7 @@
 #include "core/common/memory.h"
 #include "core/experiment/shard.h"
 #include "core/experiment/trial.h"
+#include "core/experiment/trial_cache.h"
 #include "core/io/fault.h"
 #include "core/quant/wht.h"
 
@@ -89,7 +90,7 @@ std::string megabytes(double bytes)
 } // namespace
 
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress,
-                                const TrialFilter& filter)
+                                const TrialFilter& filter, TrialCache* cache)
 {
     const auto start = std::chrono::steady_clock::now();
     retainFreedMemory();
@@ -163,6 +164,7 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     // Seed-independent (imported) data: read once per grid point, now, for the whole run. Every
     // point is read and hashed (so every shard computes the same hash); only needed ones are kept.
     std::vector<std::shared_ptr<const Dataset>> fixedData(static_cast<std::size_t>(points));
+    std::vector<std::uint64_t> pointDataHashes(static_cast<std::size_t>(points), 0);
     std::uint64_t dataHash = 0;
     if (const Regime* regime = findRegime(spec.regime); regime && regime->seedIndependent()) {
         dataHash = kFnvOffsetBasis;
@@ -172,14 +174,17 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                                          ps.engine, ps.seed(0));
             if (!data)
                 return data.error();
+            std::uint64_t& pointHash = pointDataHashes[static_cast<std::size_t>(p)];
+            pointHash = kFnvOffsetBasis;
             for (const RowMatrixXf* m : {&data->keys, &data->values, &data->queries, &data->calibrationKeys,
                                          &data->calibrationValues, &data->calibrationQueries}) {
                 const std::uint64_t shape[2] = {static_cast<std::uint64_t>(m->rows()),
                                                 static_cast<std::uint64_t>(m->cols())};
-                dataHash = fnv1a64(std::string_view(reinterpret_cast<const char*>(shape), sizeof shape), dataHash);
-                dataHash = fnv1a64(std::string_view(reinterpret_cast<const char*>(m->data()),
-                                                    static_cast<std::size_t>(m->size()) * sizeof(float)),
-                                   dataHash);
+                const std::string_view shapeBytes(reinterpret_cast<const char*>(shape), sizeof shape);
+                const std::string_view bytes(reinterpret_cast<const char*>(m->data()),
+                                             static_cast<std::size_t>(m->size()) * sizeof(float));
+                dataHash = fnv1a64(bytes, fnv1a64(shapeBytes, dataHash));
+                pointHash = fnv1a64(bytes, fnv1a64(shapeBytes, pointHash));
             }
             if (all || chosenPerPoint[static_cast<std::size_t>(p)] > 0)
                 fixedData[static_cast<std::size_t>(p)] = std::make_shared<const Dataset>(std::move(data).value());
@@ -198,8 +203,10 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
 
     std::vector<TrialResult> slots(static_cast<std::size_t>(total));
     std::vector<char> filled(static_cast<std::size_t>(total), 0);
-    std::mutex mutex; // guards progress calls, the done counter and the first error
+    std::mutex mutex; // guards progress calls, the done and reused counters and the first error
     long long done = 0;
+    long long reused = 0;
+    const std::string backendName = backend.name();
     std::atomic<long long> nextGroup{0};
     std::atomic<bool> stop{false};
     std::optional<Error> failure;
@@ -228,19 +235,28 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                 const int point = static_cast<int>(g / seeds);
                 const int seedIndex = static_cast<int>(g % seeds);
                 const ExperimentSpec& pointSpec = pointSpecs[static_cast<std::size_t>(point)];
-                auto group = prepareTrialGroup(pointSpec, point, seedIndex, backend,
-                                               fixedData[static_cast<std::size_t>(point)].get());
-                if (!group) {
-                    const std::lock_guard lock(mutex);
-                    if (!failure)
-                        failure = group.error();
-                    stop.store(true);
-                    return;
-                }
-                if (point == 0 && seedIndex == 0) {
-                    const std::lock_guard lock(mutex);
-                    regimeNote = group->data.note;
-                }
+                // The draw is made only when a trial of the group is not in the cache.
+                std::optional<TrialGroup> group;
+                auto prepare = [&]() -> bool {
+                    if (group)
+                        return true;
+                    auto prepared = prepareTrialGroup(pointSpec, point, seedIndex, backend,
+                                                      fixedData[static_cast<std::size_t>(point)].get());
+                    if (!prepared) {
+                        const std::lock_guard lock(mutex);
+                        if (!failure)
+                            failure = prepared.error();
+                        stop.store(true);
+                        return false;
+                    }
+                    group = std::move(prepared).value();
+                    if (point == 0 && seedIndex == 0) {
+                        const std::lock_guard lock(mutex);
+                        regimeNote = group->data.note;
+                    }
+                    return true;
+                };
+                const std::uint64_t seedValue = pointSpec.seed(seedIndex);
                 for (int b = 0; b < budgetCount; ++b) {
                     for (int s = 0; s < schemeCount; ++s) {
                         const long long to = position(slot(point, b, s, seedIndex));
@@ -248,13 +264,37 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                             continue;
                         if (isCancelled())
                             return;
-                        TrialResult trial =
-                            runTrial(pointSpec, *group, s, pointSpec.budgets[static_cast<std::size_t>(b)], backend);
+                        const int budget = pointSpec.budgets[static_cast<std::size_t>(b)];
+                        TrialResult trial;
+                        std::uint64_t cacheKey = 0;
+                        std::optional<TrialCache::Entry> hit;
+                        if (cache) {
+                            cacheKey = trialCacheKey(pointSpec, pointDataHashes[static_cast<std::size_t>(point)],
+                                                     pointSpec.schemes[static_cast<std::size_t>(s)], budget, seedValue,
+                                                     backendName);
+                            hit = cache->find(cacheKey);
+                        }
+                        if (hit) {
+                            trial = std::move(hit->trial);
+                            trial.key = TrialKey{point, s, budget, seedIndex, seedValue};
+                            if (point == 0 && seedIndex == 0) {
+                                const std::lock_guard lock(mutex);
+                                regimeNote = hit->regimeNote;
+                            }
+                        } else {
+                            if (!prepare())
+                                return;
+                            trial = runTrial(pointSpec, *group, s, budget, backend);
+                            if (cache)
+                                cache->insert(cacheKey, trial, group->data.note);
+                        }
                         const auto at = static_cast<std::size_t>(to);
                         const std::lock_guard lock(mutex);
                         slots[at] = std::move(trial);
                         filled[at] = 1;
                         ++done;
+                        if (hit)
+                            ++reused;
                         if (progress) {
                             progress->trialFinished(slots[at]);
                             progress->report(done, total);
@@ -287,6 +327,8 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     result.backend = backend.name();
     result.regimeNote = regimeNote;
     result.dataHash = dataHash;
+    result.pointDataHashes = std::move(pointDataHashes);
+    result.reusedTrials = reused;
     result.cancelled = done < total;
     result.trials.reserve(static_cast<std::size_t>(done));
     for (std::size_t i = 0; i < slots.size(); ++i)

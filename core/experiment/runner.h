@@ -13,6 +13,8 @@
 
 namespace kvlens {
 
+class TrialCache;
+
 /// How a run talks back: plain C++, so core stays free of Qt. The runner serializes calls
 /// (never two at once), but they come from worker threads.
 class Progress {
@@ -65,7 +67,10 @@ struct TrialFilter {
 /// A seed-independent regime (imported) is read once per grid point before any trial runs, so a
 /// file replaced during the run cannot reach part of it; ResultSet::dataHash then hashes what was
 /// read, the same for every shard of the spec.
+/// With a `cache`, a trial whose trialCacheKey is stored there is taken from it instead of being
+/// computed (a (point, seed) draw is made only if one of its trials is missing), and every
+/// computed trial is stored; ResultSet::reusedTrials counts the hits. Results are the same.
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr,
-                                const TrialFilter& filter = {});
+                                const TrialFilter& filter = {}, TrialCache* cache = nullptr);
 
 } // namespace kvlens

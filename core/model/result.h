@@ -94,6 +94,11 @@ struct ResultSet {
     /// FNV-1a of the bytes of every dataset a seed-independent (imported) regime gave the run, in
     /// point order; 0 for drawn data. Part of a shard's identity (specHash).
     std::uint64_t dataHash = 0;
+    /// The same hash per grid point (each from the FNV offset basis), for the trial cache; zeros
+    /// for drawn data.
+    std::vector<std::uint64_t> pointDataHashes;
+    /// Trials taken from a trial cache instead of computed (runExperiment's `cache`).
+    long long reusedTrials = 0;
 
     /// The spec of grid point `point` (spec.pointSpec).
     ExperimentSpec pointSpec(int point) const { return spec.pointSpec(point); }

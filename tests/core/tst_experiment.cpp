@@ -4,9 +4,12 @@
 #include "core/model/spec_json.h"
 #include "core/analysis/summary.h"
 #include "common/approx.h"
+#include "common/trials.h"
+#include "core/experiment/trial_cache.h"
 
 #include <QTest>
 
+#include <atomic>
 #include <cmath>
 #include <numbers>
 
@@ -14,21 +17,68 @@ using namespace kvlens;
 
 namespace {
 
-ExperimentSpec makeSpec(const char* json)
-{
-    auto spec = specFromJson(json);
-    if (!spec)
-        qFatal("bad test spec: %s", spec.error().text().c_str());
-    return *spec;
-}
+using test::makeSpec;
 
 ResultSet run(const ExperimentSpec& spec, int threads = 2, Progress* progress = nullptr)
 {
-    CpuBackend backend(threads);
-    auto result = runExperiment(spec, backend, progress);
+    return test::runSpec(spec, threads, progress);
+}
+
+/// The CPU backend, counting the paths it encodes (two per computed trial).
+class CountingBackend final : public ComputeBackend {
+public:
+    std::string name() const override { return m_cpu.name(); }
+    int concurrency() const override { return m_cpu.concurrency(); }
+    PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x,
+                          const RowMatrixXf* queries) override
+    {
+        ++paths;
+        return m_cpu.encodePath(plan, x, queries);
+    }
+    void scores(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const RowMatrixXf>& k, float scale,
+                RowMatrixXf& out) override
+    {
+        ++draws; // the exact scores: once per (point, seed) draw
+        m_cpu.scores(q, k, scale, out);
+    }
+    void attend(const RowMatrixXf& s, const Eigen::Ref<const RowMatrixXf>& v, RowMatrixXf& p, std::vector<double>& l,
+                RowMatrixXf& o) override
+    {
+        m_cpu.attend(s, v, p, l, o);
+    }
+    QueryMetrics queryMetrics(const AttentionPair& a, std::span<const float> e, int topK) override
+    {
+        return m_cpu.queryMetrics(a, e, topK);
+    }
+    std::atomic<long long> paths{0}, draws{0};
+
+private:
+    CpuBackend m_cpu{2};
+};
+
+/// Runs with a cache on a counting backend: (result, trials computed, draws made).
+struct CachedRun {
+    ResultSet result;
+    long long computed = 0, draws = 0;
+};
+CachedRun runCached(const ExperimentSpec& spec, TrialCache& cache)
+{
+    CountingBackend backend;
+    auto result = runExperiment(spec, backend, nullptr, {}, &cache);
     if (!result)
         qFatal("run failed: %s", result.error().text().c_str());
-    return std::move(result).value();
+    return {std::move(result).value(), backend.paths.load() / 2, backend.draws.load()};
+}
+
+/// Every trial of `a` equals the same trial of `b` (timings aside), else the first difference.
+QString sameTrials(const ResultSet& a, const ResultSet& b)
+{
+    if (a.trials.size() != b.trials.size())
+        return QStringLiteral("%1 trials vs %2").arg(a.trials.size()).arg(b.trials.size());
+    for (std::size_t i = 0; i < a.trials.size(); ++i)
+        if (const QString d = test::trialDifference(a.trials[i], b.trials[i], false); !d.isEmpty())
+            return QStringLiteral("trial %1: %2").arg(i).arg(d);
+    return {};
 }
 
 const SummaryRow& row(const std::vector<SummaryRow>& rows, const ResultSet& r, const char* scheme, int budget)
@@ -184,6 +234,120 @@ private slots:
         // Seeds do not depend on the grid point (common random numbers across the sweep).
         QCOMPARE(r.trials[0].key.seed, r.trials[2].key.seed);
         QCOMPARE(summarize(r).size(), std::size_t{2});
+    }
+
+    void cachedTrialsEqualRecomputedOnesAndOnlyNewOnesRun()
+    {
+        // Seeds 3 -> 4, a third scheme, a third budget, then back: each edit computes only the
+        // trials not seen before, and every trial equals a from-scratch run's bit for bit.
+        const char* base = R"({"regime": {"name": "heavy_tail", "mode": "marginal"}, "d": 16, "tokens": 48,
+            "queries": 6, "schemes": ["KQV", "SQ-KV"], "budgets": [2, 3], "seeds": {"first": 11, "count": 3}})";
+        TrialCache cache(64.0);
+        const ExperimentSpec first = makeSpec(base);
+        const CachedRun cold = runCached(first, cache);
+        QCOMPARE(cold.computed, 12LL);
+        QCOMPARE(cold.result.reusedTrials, 0LL);
+        QCOMPARE(static_cast<long long>(cache.size()), 12LL);
+        QVERIFY2(sameTrials(cold.result, run(first)).isEmpty(), qPrintable(sameTrials(cold.result, run(first))));
+
+        ExperimentSpec moreSeeds = first;
+        moreSeeds.seedCount = 4;
+        const CachedRun seeded = runCached(moreSeeds, cache);
+        QCOMPARE(seeded.computed, 4LL);      // seed 14 only: 2 schemes x 2 budgets
+        QCOMPARE(seeded.draws, 1LL);          // one draw: the new seed's
+        QCOMPARE(seeded.result.reusedTrials, 12LL);
+        QString diff = sameTrials(seeded.result, run(moreSeeds));
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+
+        // A scheme added in front moves every index; the cached ones land where they now belong.
+        ExperimentSpec moreSchemes = moreSeeds;
+        moreSchemes.schemes.insert(moreSchemes.schemes.begin(), *findScheme("QKQV"));
+        const CachedRun schemed = runCached(*normalizeSpec(moreSchemes), cache);
+        QCOMPARE(schemed.computed, 8LL); // QKQV x 2 budgets x 4 seeds
+        diff = sameTrials(schemed.result, run(*normalizeSpec(moreSchemes)));
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+
+        ExperimentSpec moreBudgets = moreSchemes;
+        moreBudgets.budgets = {2, 3, 4};
+        const CachedRun budgeted = runCached(*normalizeSpec(moreBudgets), cache);
+        QCOMPARE(budgeted.computed, 12LL); // budget 4 x 3 schemes x 4 seeds
+        diff = sameTrials(budgeted.result, run(*normalizeSpec(moreBudgets)));
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+
+        const CachedRun back = runCached(first, cache); // an earlier setting: nothing to compute
+        QCOMPARE(back.computed, 0LL);
+        QCOMPARE(back.draws, 0LL);
+        QCOMPARE(back.result.reusedTrials, 12LL);
+        diff = sameTrials(back.result, cold.result);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+
+        // Another score scale is another experiment: nothing reused.
+        ExperimentSpec scaled = first;
+        scaled.scoreScale = 2.0;
+        QCOMPARE(runCached(scaled, cache).computed, 12LL);
+    }
+
+    void cacheKeysFollowWhatDefinesTheNumbers()
+    {
+        const ExperimentSpec spec = makeSpec(R"({"d": 16, "tokens": 32, "queries": 4, "schemes": ["KV", "KQV"]})");
+        const SchemeConfig& kqv = spec.schemes[1];
+        const auto key = [&](const ExperimentSpec& s, const SchemeConfig& scheme, int budget = 3, std::uint64_t seed = 5,
+                             std::uint64_t data = 0, const char* backend = "cpu") {
+            return trialCacheKey(s, data, scheme, budget, seed, backend);
+        };
+        const std::uint64_t k0 = key(spec, kqv);
+        ExperimentSpec arranged = spec; // what only arranges trials leaves the key alone
+        arranged.name = "other";
+        arranged.seedCount = 40;
+        arranged.budgets = {2, 3, 4, 5};
+        arranged.memoryLimitMb = 100.0;
+        arranged.comparisons.bootstrap = 99;
+        QCOMPARE(key(arranged, kqv), k0);
+        SchemeConfig renamed = kqv;
+        renamed.name = "TQ-KQV";
+        renamed.builtin = false;
+        QCOMPARE(key(spec, renamed), k0);
+        // What defines the numbers changes it.
+        QVERIFY(key(spec, kqv, 4) != k0);
+        QVERIFY(key(spec, kqv, 3, 6) != k0);
+        QVERIFY(key(spec, kqv, 3, 5, 1) != k0);
+        QVERIFY(key(spec, kqv, 3, 5, 0, "opencl: pocl") != k0);
+        QVERIFY(key(spec, spec.schemes[0]) != k0);
+        for (auto edit : {+[](ExperimentSpec& s) { s.d = 32; }, +[](ExperimentSpec& s) { s.tokens = 33; },
+                          +[](ExperimentSpec& s) { s.queries = 5; }, +[](ExperimentSpec& s) { s.scoreScale = 1.5; },
+                          +[](ExperimentSpec& s) { s.engine = EngineKind::Pcg64; },
+                          +[](ExperimentSpec& s) { s.metrics.topK = 3; },
+                          +[](ExperimentSpec& s) {
+                              s.regime = "heavy_tail";
+                              s.regimeParams = findRegime("heavy_tail")->defaults();
+                          },
+                          // a calibrated scheme in the run draws calibration rows for every trial
+                          +[](ExperimentSpec& s) { s.schemes.push_back(*findScheme("SQ-KV")); }}) {
+            ExperimentSpec edited = spec;
+            edit(edited);
+            QVERIFY(key(edited, kqv) != k0);
+        }
+    }
+
+    void cacheEvictsTheLeastRecentlyUsedWithinItsLimit()
+    {
+        const ResultSet r = run(makeSpec(R"({"d": 16, "tokens": 64, "queries": 8, "schemes": ["KV"],
+                                              "budgets": [2], "seeds": {"count": 6}})"));
+        const double each = trialBytes(r.trials[0]) + 64.0;
+        TrialCache cache(3.5 * each / 1e6); // room for three
+        for (std::uint64_t i = 0; i < 3; ++i)
+            cache.insert(i, r.trials[i], "");
+        QCOMPARE(static_cast<int>(cache.size()), 3);
+        QVERIFY(cache.find(0)); // 0 is now the most recent; 1 the least
+        cache.insert(3, r.trials[3], "");
+        QCOMPARE(static_cast<int>(cache.size()), 3);
+        QVERIFY(!cache.find(1));
+        QVERIFY(cache.find(0) && cache.find(2) && cache.find(3));
+        QVERIFY(cache.bytes() <= cache.limitMb() * 1e6);
+        cache.setLimitMb(1.5 * each / 1e6);
+        QCOMPARE(static_cast<int>(cache.size()), 1);
+        QVERIFY(cache.find(3)); // the last found survives
+        QVERIFY(test::trialDifference(cache.find(3)->trial, r.trials[3], true).isEmpty());
     }
 
     void resultsCarryAccountingAndSamples()

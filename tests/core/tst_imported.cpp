@@ -4,6 +4,7 @@
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
 #include "core/regimes/imported.h"
+#include "core/experiment/trial_cache.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -332,6 +333,44 @@ private slots:
         QVERIFY(again.ok());
         QCOMPARE(importHeaderParses() - before, 2LL);
         QCOMPARE(again->dataHash, run->dataHash); // the same bytes read
+    }
+
+    void aTrialCacheNeverServesAReplacedFilesTrials()
+    {
+        // Same path, same shape, other numbers: the cached trials belong to the old contents.
+        QTemporaryDir dir;
+        const std::string base = dir.path().toStdString();
+        std::vector<float> k(2 * kTokens * kD), v(k.size()), q(k.size());
+        auto write = [&](float shift) {
+            for (std::size_t i = 0; i < k.size(); ++i) {
+                k[i] = exampleK(static_cast<std::int64_t>(i)) + shift;
+                v[i] = exampleV(static_cast<std::int64_t>(i));
+                q[i] = exampleQ(static_cast<std::int64_t>(i));
+            }
+            for (const char* name : {"k", "v", "q"})
+                writeNpy(base + "/" + name + ".npy", "(2, 64, 32)", name[0] == 'k' ? k : name[0] == 'v' ? v : q);
+        };
+        write(0.0f);
+        auto spec = specFromJson(R"({"regime": {"name": "imported", "k": ")" + base + R"(/k.npy", "v": ")" + base
+                                 + R"(/v.npy", "q": ")" + base + R"(/q.npy", "head": 1, "query_start": 48},
+                                 "d": 32, "tokens": 48, "queries": 16, "schemes": ["KV", "KQV"], "budgets": [2, 3],
+                                 "seeds": {"count": 2}})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        CpuBackend backend(2);
+        TrialCache cache;
+        auto first = runExperiment(*spec, backend, nullptr, {}, &cache);
+        QVERIFY(first.ok());
+        auto same = runExperiment(*spec, backend, nullptr, {}, &cache);
+        QVERIFY(same.ok());
+        QCOMPARE(same->reusedTrials, 8LL); // unchanged file: all from the cache
+        write(0.5f);
+        std::filesystem::last_write_time(base + "/k.npy",
+                                         std::filesystem::last_write_time(base + "/k.npy") + std::chrono::seconds(2));
+        auto replaced = runExperiment(*spec, backend, nullptr, {}, &cache);
+        QVERIFY(replaced.ok());
+        QCOMPARE(replaced->reusedTrials, 0LL);
+        QVERIFY(replaced->dataHash != first->dataHash);
+        QVERIFY(replaced->trials[0].relMseK != first->trials[0].relMseK || replaced->trials[0].kl != first->trials[0].kl);
     }
 };
 

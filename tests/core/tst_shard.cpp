@@ -2,6 +2,7 @@
 // Sharding: --shard parsing, trial ids, the partition of the catalog, trials.bin, manifests, the set check, the merge.
 #include "core/experiment/shard.h"
 #include "core/model/spec_json.h"
+#include "common/trials.h"
 
 #include <QTest>
 
@@ -12,6 +13,9 @@
 #include <set>
 
 using namespace kvlens;
+using test::makeSpec;
+using test::sameBits;
+using test::trialDifference;
 
 namespace {
 
@@ -20,78 +24,9 @@ constexpr const char* kSweep = R"({"regime": {"name": "heavy_tail", "mode": "mar
     "sweep": {"regime.nu": [3, 1.5]}, "d": 16, "tokens": 32, "queries": 4,
     "schemes": ["KV", "QKQV"], "budgets": [2, 3], "seeds": {"first": 5, "count": 3}})";
 
-ExperimentSpec makeSpec(const char* json)
-{
-    auto spec = specFromJson(json);
-    if (!spec)
-        qFatal("bad test spec: %s", spec.error().text().c_str());
-    return *spec;
-}
-
 ResultSet run(const ExperimentSpec& spec, const TrialFilter& filter = {})
 {
-    CpuBackend backend(2);
-    auto result = runExperiment(spec, backend, nullptr, filter);
-    if (!result)
-        qFatal("run failed: %s", result.error().text().c_str());
-    return std::move(result).value();
-}
-
-template <class T>
-bool sameBits(const std::vector<T>& a, const std::vector<T>& b)
-{
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](T x, T y) {
-               if constexpr (std::is_same_v<T, float>)
-                   return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
-               else
-                   return x == y;
-           });
-}
-
-bool sameBits(double a, double b)
-{
-    return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
-/// Every field of two trials, floats by their bits (NaN equals the same NaN); timings optional.
-QString trialDifference(const TrialResult& a, const TrialResult& b, bool timings)
-{
-    if (a.key.point != b.key.point || a.key.scheme != b.key.scheme || a.key.budget != b.key.budget
-        || a.key.seedIndex != b.key.seedIndex || a.key.seed != b.key.seed)
-        return QStringLiteral("key");
-    const auto sa = a.sixD.values(), sb = b.sixD.values();
-    for (std::size_t i = 0; i < sa.size(); ++i)
-        if (!sameBits(sa[i], sb[i]))
-            return QStringLiteral("sixD[%1]").arg(i);
-    const double da[] = {a.bits.key, a.bits.value, a.relMseK, a.relMseV, a.rawMseK, a.scoreErrorMean, a.scoreErrorVar,
-                         a.scoreErrorVarBase, a.scoreErrorVarPredicted, a.logMeanExpScoreError, a.meanEntropy,
-                         a.deffK.participationRatio, a.deffV.participationRatio};
-    const double db[] = {b.bits.key, b.bits.value, b.relMseK, b.relMseV, b.rawMseK, b.scoreErrorMean, b.scoreErrorVar,
-                         b.scoreErrorVarBase, b.scoreErrorVarPredicted, b.logMeanExpScoreError, b.meanEntropy,
-                         b.deffK.participationRatio, b.deffV.participationRatio};
-    for (std::size_t i = 0; i < std::size(da); ++i)
-        if (!sameBits(da[i], db[i]))
-            return QStringLiteral("scalar %1").arg(i);
-    if (a.saturatedNorms != b.saturatedNorms || a.deffK.used != b.deffK.used || a.deffK.gapRule != b.deffK.gapRule
-        || a.deffK.byGap != b.deffK.byGap || a.deffV.used != b.deffV.used || a.deffV.gapRule != b.deffV.gapRule
-        || a.deffV.byGap != b.deffV.byGap)
-        return QStringLiteral("integers");
-    const std::vector<float> TrialResult::*arrays[] = {&TrialResult::kl,  &TrialResult::recall, &TrialResult::fisher,
-                                                       &TrialResult::a2,  &TrialResult::snrT,   &TrialResult::phiT,
-                                                       &TrialResult::relMseT, &TrialResult::d2};
-    for (std::size_t i = 0; i < std::size(arrays); ++i)
-        if (!sameBits(a.*arrays[i], b.*arrays[i]))
-            return QStringLiteral("array %1").arg(i);
-    if (!sameBits(a.argmaxShift, b.argmaxShift))
-        return QStringLiteral("argmaxShift");
-    for (const auto site : {&TrialResult::samplesK, &TrialResult::samplesV, &TrialResult::samplesT})
-        if (!sameBits((a.*site).snrDb, (b.*site).snrDb) || !sameBits((a.*site).phi, (b.*site).phi))
-            return QStringLiteral("samples");
-    if (timings
-        && (!sameBits(a.timings.keyPath, b.timings.keyPath) || !sameBits(a.timings.valuePath, b.timings.valuePath)
-            || !sameBits(a.timings.attention, b.timings.attention) || !sameBits(a.timings.metrics, b.timings.metrics)))
-        return QStringLiteral("timings");
-    return {};
+    return test::runSpec(spec, 2, nullptr, filter);
 }
 
 /// Manifests of the n shards of `catalog` as the batch mode writes them (ids in walk order).
