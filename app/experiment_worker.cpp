@@ -6,6 +6,7 @@
 #include "app/validation_run.h"
 #include "core/experiment/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -68,6 +69,12 @@ ExperimentWorker::ExperimentWorker(std::shared_ptr<const std::atomic<quint64>> g
 {
 }
 
+double ExperimentWorker::defaultCacheMb()
+{
+    const double physical = physicalMemoryBytes();
+    return physical > 0.0 ? std::min(1024.0, physical / 8.0 / 1e6) : 256.0;
+}
+
 void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
 {
     if (m_generation->load() != id)
@@ -76,7 +83,8 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
     emit started(id, QString::fromStdString(backend.label), spec.trialCount());
     WorkerProgress progress(*this, id, spec, *m_generation);
     const auto start = std::chrono::steady_clock::now();
-    Result<ResultSet> result = runExperiment(spec, *backend.backend, &progress);
+    Result<ResultSet> result = runExperiment(spec, *backend.backend, &progress, {}, &m_cache);
+    emit cacheChanged(id, m_cache.bytes() / 1e6, m_cache.limitMb(), static_cast<qint64>(m_cache.size()));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!result) {
         emit finished(id, widgets::ViewData{}, QString::fromStdString(result.error().text()), false, ms);

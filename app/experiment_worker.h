@@ -3,6 +3,7 @@
 #pragma once
 
 #include "app/backend_factory.h"
+#include "core/experiment/trial_cache.h"
 #include "core/model/spec.h"
 #include "widgets/validation_view.h"
 #include "widgets/view_data.h"
@@ -32,6 +33,10 @@ public:
     /// The backends runs have used, kept for the worker's (the window's) lifetime. Touch it on
     /// the worker's thread, or from another while no request is in flight (tests).
     const BackendPool& backends() const { return m_backends; }
+    /// Finished trials of this session's runs (thread-safe): an edit computes only new trials.
+    TrialCache& trialCache() { return m_cache; }
+    /// The cache's default size: an eighth of physical memory, at most 1 GB.
+    static double defaultCacheMb();
 
 public slots:
     /// Runs `spec` (already normalized) unless `id` is already stale.
@@ -50,11 +55,14 @@ signals:
                   double elapsedMs);
     /// A validation's report, or an error ("cancelled" when superseded).
     void validationFinished(quint64 id, const kvlens::widgets::ValidationData& data, const QString& error);
+    /// After each run, before finished(): the trial cache's use and limit.
+    void cacheChanged(quint64 id, double usedMb, double limitMb, qint64 entries);
 
 private:
     std::shared_ptr<const std::atomic<quint64>> m_generation;
     std::string m_reportedFallback; ///< the last OpenCL fallback reason told on stderr (once per reason)
     BackendPool m_backends;         ///< one backend per kind and device: edits rerun without reopening OpenCL
+    TrialCache m_cache{defaultCacheMb()};
 };
 
 /// Registers the metatypes the worker's queued signals carry (call once before connecting).

@@ -98,6 +98,17 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     connect(m_worker, &ExperimentWorker::progress, this, &MainWindow::onProgress, Qt::QueuedConnection);
     connect(m_worker, &ExperimentWorker::partial, this, &MainWindow::onPartial, Qt::QueuedConnection);
     connect(m_worker, &ExperimentWorker::finished, this, &MainWindow::onFinished, Qt::QueuedConnection);
+    connect(
+        m_worker, &ExperimentWorker::cacheChanged, this,
+        [this](quint64 id, double usedMb, double limitMb, qint64 entries) {
+            if (!m_jobs.isNewest(id))
+                return;
+            m_cacheText = QStringLiteral("cache %1/%2 MB (%3 trials)")
+                              .arg(usedMb, 0, 'f', usedMb < 10.0 ? 1 : 0)
+                              .arg(limitMb, 0, 'f', 0)
+                              .arg(entries);
+        },
+        Qt::QueuedConnection);
     connect(this, &MainWindow::requestValidation, m_worker, &ExperimentWorker::validate, Qt::QueuedConnection);
     connect(m_worker, &ExperimentWorker::validationFinished, this, &MainWindow::onValidationFinished,
             Qt::QueuedConnection);
@@ -339,15 +350,22 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
     showData(data);
     const ResultSet& r = *data.results;
     const double uniformEntropy = std::log(static_cast<double>(r.spec.tokens));
-    m_status->setText(QStringLiteral("%1 · %2/%3 trials · %4 s · attention entropy %5 nats (uniform %6)")
+    const QString reused = r.reusedTrials > 0 ? QStringLiteral(" (%1 computed, %2 from the cache)")
+                                                    .arg(static_cast<long long>(r.trials.size()) - r.reusedTrials)
+                                                    .arg(r.reusedTrials)
+                                              : QString();
+    m_status->setText(QStringLiteral("%1 · %2/%3 trials%4 · %5 s · attention entropy %6 nats (uniform %7) · %8")
                           .arg(m_backendLabel)
                           .arg(r.trials.size())
                           .arg(r.totalTrials)
+                          .arg(reused)
                           .arg(ms / 1000.0, 0, 'f', 2)
                           .arg(data.figures ? data.figures->meanEntropy : 0.0, 0, 'f', 2)
-                          .arg(uniformEntropy, 0, 'f', 2));
-    m_status->setToolTip(QStringLiteral("Backend · trials finished · run time · mean entropy of the exact attention "
-                                        "(low entropy = peaked attention, where key errors hurt most)."));
+                          .arg(uniformEntropy, 0, 'f', 2)
+                          .arg(m_cacheText));
+    m_status->setToolTip(QStringLiteral("Backend · trials finished (new ones computed, the rest from the trial cache) · "
+                                        "run time · mean entropy of the exact attention (low entropy = peaked "
+                                        "attention, where key errors hurt most) · the trial cache's use of its limit."));
     setMessage(cancelled ? QStringLiteral("cancelled after %1 trials").arg(r.trials.size())
                          : (r.regimeNote.empty() ? QStringLiteral("done") : QString::fromStdString(r.regimeNote)),
                false);
@@ -362,6 +380,11 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
             close();
         });
     }
+}
+
+QString MainWindow::statusText() const
+{
+    return m_status->text();
 }
 
 void MainWindow::showData(const widgets::ViewData& data)

@@ -46,6 +46,8 @@ public:
     quint64 currentRequest() const { return m_jobs.newest(); }
     /// The worker (on its own thread, holding the session's backends); for tests between runs.
     const ExperimentWorker* worker() const { return m_worker; }
+    /// The status line's text (backend, trials, cache use).
+    QString statusText() const;
 
     /// Loads a spec into the controls and runs it (preset, file, command line).
     void loadSpec(const ExperimentSpec& spec, bool run = true);
@@ -112,6 +114,7 @@ private:
     bool m_running = false;
     bool m_restoreSettings = true;
     QString m_backendLabel;
+    QString m_cacheText;            ///< the trial cache's use, from the worker after each run
     widgets::ViewData m_data;
     QString m_exportFolder;
     QStringList m_recent;

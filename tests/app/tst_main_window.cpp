@@ -233,6 +233,34 @@ private slots:
         QCOMPARE(window.worker()->backends().size(), std::size_t{1});
     }
 
+    void addingASeedComputesOnlyTheNewSeedsTrials()
+    {
+        // Seeds 4 -> 5 in the dock: the 4 seeds already run come from the worker's trial cache.
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small(4));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        QCOMPARE(window.lastData().results->reusedTrials, 0LL);
+        const std::vector<TrialResult> before = window.lastData().results->trials;
+        window.controls()->seedCountBox()->setValue(5); // an edit: debounced rerun
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+        const ResultSet& after = *window.lastData().results;
+        QCOMPARE(after.trials.size(), std::size_t{3 * 2 * 5});
+        QCOMPARE(after.reusedTrials, 3LL * 2 * 4); // computed: 6 trials of seed 5
+        QVERIFY2(window.statusText().contains(QStringLiteral("6 computed, 24 from the cache")), qPrintable(window.statusText()));
+        QVERIFY2(window.statusText().contains(QStringLiteral("cache ")), qPrintable(window.statusText()));
+        // The cached trials are the ones first computed, where the new walk puts them.
+        std::size_t matched = 0;
+        for (const TrialResult& t : after.trials)
+            for (const TrialResult& b : before)
+                if (b.key.scheme == t.key.scheme && b.key.budget == t.key.budget && b.key.seed == t.key.seed) {
+                    QCOMPARE(t.kl, b.kl);
+                    QCOMPARE(t.sixD.snrK, b.sixD.snrK);
+                    ++matched;
+                }
+        QCOMPARE(matched, before.size());
+    }
+
     void presetsLoadAndValidate()
     {
         const QDir presets(QStringLiteral(":/presets"));
