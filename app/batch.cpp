@@ -7,6 +7,7 @@
 #include "app/progress_line.h"
 #include "app/validation_run.h"
 #include "core/experiment/runner.h"
+#include "core/experiment/reuse.h"
 #include "core/experiment/shard.h"
 #include "core/model/spec_json.h"
 #include "core/io/atomic_file.h"
@@ -37,21 +38,7 @@ namespace {
 int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardId shard, const std::string& outDir,
                     const std::string& shownDir, std::ostream& out, std::ostream& err)
 {
-    const std::uint64_t hash = specHash(spec, results.dataHash);
-    ShardManifest manifest;
-    manifest.programVersion = KVLENS_VERSION;
-    manifest.specHash = hash;
-    manifest.shard = shard;
-    manifest.specTrials = spec.trialCount();
-    manifest.backend = results.backend;
-    manifest.specBackend = results.spec.backendText();
-    manifest.regimeNote = results.regimeNote;
-    manifest.dataHash = results.dataHash;
-    manifest.elapsedMs = results.elapsedMs;
-    manifest.trials.reserve(results.trials.size());
-    for (const TrialResult& t : results.trials)
-        manifest.trials.push_back(trialId(hash, t.key.point, spec.schemes[static_cast<std::size_t>(t.key.scheme)].name,
-                                          t.key.budget, t.key.seed));
+    const ShardManifest manifest = manifestFor(results, spec, shard);
 
     if (auto made = makeDirectories(outDir); !made) {
         err << "kvlens: " << made.error().text() << "\n";
@@ -63,7 +50,7 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
         {"spec.json", specToJson(spec) + "\n"},
         {"trials.csv", trialsCsv(results)},
         {"queries.csv", queriesCsv(results)},
-        {"trials.bin", encodeTrials(hash, results.trials, manifest.trials)},
+        {"trials.bin", encodeTrials(manifest.specHash, results.trials, manifest.trials)},
         {"manifest.json", manifestToJson(manifest)},
     };
     for (const auto& [name, contents] : files) {
@@ -152,10 +139,26 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     BackendChoice backend = makeBackend(*spec, options.threads);
     if (!backend.warning.empty() && spec->backend == BackendKind::OpenCl)
         err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
+    std::optional<TrialCache> cache;
+    if (!options.reuseDir.empty()) {
+        cache.emplace(0.0);
+        const auto reused = loadRunIntoCache(options.reuseDir, *cache);
+        if (!reused) {
+            err << "kvlens: " << reused.error().text() << "\n";
+            return kExitRefused;
+        }
+        cache->setReadOnly(true);
+        if (!reused->note.empty())
+            err << "kvlens: --reuse " << options.reuseDir << ": " << reused->note << "\n";
+        if (reused->backend != backend.backend->name())
+            err << "kvlens: --reuse " << options.reuseDir << ": its trials ran on " << reused->backend
+                << ", this run on " << backend.backend->name() << ": none can be reused\n";
+    }
     const InterruptScope interrupts;
     ProgressLine progress(err, options.quiet);
-    Result<ResultSet> results =
-        runExperiment(*spec, *backend.backend, &progress, shard ? shardFilter(*spec, *shard) : TrialFilter{});
+    Result<ResultSet> results = runExperiment(*spec, *backend.backend, &progress,
+                                              shard ? shardFilter(*spec, *shard) : TrialFilter{},
+                                              cache ? &*cache : nullptr);
     if (!results) {
         err << "kvlens: " << refusalText(options, results.error()) << "\n";
         return exitStatusFor(results.error());
@@ -173,6 +176,10 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     }
 
     std::ostringstream report;
+    if (cache)
+        report << "reused " << results->reusedTrials << " of " << results->trials.size() << " trials from "
+               << options.reuseDir << "; computed " << static_cast<long long>(results->trials.size()) - results->reusedTrials
+               << "\n";
     const int written = shard ? writeShardFiles(*results, *spec, *shard, staged->path(), options.outDir, report, err)
                               : writeRunFiles(*results, staged->path(), options.figures, report, err, options.outDir);
     return finishRun(*staged, written, report.str(), out, err);
@@ -217,6 +224,8 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     const std::string dir = outDir + "/";
     const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(results);
     const std::vector<stats::ProxyRow> proxies = stats::proxyStudy(results);
+    // The whole run is shard 0 of 1: trials.bin keeps every result for --reuse (and kvlens merge).
+    const ShardManifest manifest = manifestFor(results, results.spec, ShardId{0, 1});
     const std::pair<std::string, std::string> files[] = {
         {"spec.json", specToJson(results.spec) + "\n"},
         {"summary.csv", summaryCsv(results)},
@@ -224,6 +233,8 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         {"queries.csv", queriesCsv(results)},
         {"comparisons.csv", stats::comparisonsCsv(results, comparisons)},
         {"proxies.csv", stats::proxiesCsv(results, proxies)},
+        {"trials.bin", encodeTrials(manifest.specHash, results.trials, manifest.trials)},
+        {"manifest.json", manifestToJson(manifest)},
     };
     for (const auto& [name, contents] : files) {
         if (auto written = writeFileAtomic(dir + name, contents); !written) {
@@ -270,7 +281,8 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     out << summaryText(results) << "\n" << stats::comparisonsText(results, comparisons) << "\n"
         << stats::proxiesText(proxies);
     const std::string& shown = shownDir.empty() ? outDir : shownDir;
-    out << "wrote " << shown << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv}";
+    out << "wrote " << shown
+        << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json}";
     if (figures)
         out << " and " << figureFiles << " files in " << shown << "/figures";
     out << "\n";

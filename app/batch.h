@@ -36,6 +36,7 @@ struct BatchOptions {
     bool validate = false;  ///< paper B's validation instead of a plain run (see runValidation)
     std::string shard;      ///< "i/n": run only shard i of n (see runBatch); empty: the whole spec
     bool shardGiven = false; ///< --shard was on the command line (so an empty value is refused)
+    std::string reuseDir;   ///< --reuse: an earlier run directory whose matching trials are taken, not computed
 };
 
 /// The spec of a batch run: the file (or "default"), with --backend/--device applied, normalized.

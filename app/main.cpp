@@ -129,7 +129,9 @@ int run(int argc, char** argv)
         "  kvlens --reproduce --out DIR [--full]   run the shipped presets and write DIR/report.html, the papers'\n"
         "                                       claims with measured figures and computed verdicts\n"
         "  kvlens --batch SPEC.json --shard i/n --out DIR_i   run only shard i of n (0 <= i < n), for job arrays;\n"
-        "                                       DIR_i gets manifest.json, trials.bin, spec.json and the shard's CSVs"));
+        "                                       DIR_i gets manifest.json, trials.bin, spec.json and the shard's CSVs\n"
+        "  kvlens --batch SPEC.json --reuse OLD --out DIR   take the trials OLD (an earlier --batch or --shard\n"
+        "                                       directory) already computed; compute only the others"));
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption batchOption(QStringLiteral("batch"),
@@ -159,6 +161,11 @@ int run(int argc, char** argv)
         QStringLiteral("Batch mode: run only shard i of n (\"i/n\", 0 <= i < n) of the spec's trials, for a job array; "
                        "bring the n directories together with `kvlens merge`."),
         QStringLiteral("i/n"));
+    const QCommandLineOption reuseOption(
+        QStringLiteral("reuse"),
+        QStringLiteral("Batch mode: reuse the trials of an earlier --batch or --shard directory whose data, scheme, "
+                       "budget, seed and backend match (its trials.bin); only the others are computed."),
+        QStringLiteral("dir"));
     const QCommandLineOption reproduceOption(
         QStringLiteral("reproduce"),
         QStringLiteral("Run the shipped presets and write DIR/report.html: every claim of papers A, B and C with its "
@@ -187,7 +194,7 @@ int run(int argc, char** argv)
                        "sweep, teaching, validation."),
         QStringLiteral("id"));
     parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
-                       quietOption, shardOption,
+                       quietOption, shardOption, reuseOption,
                        noFiguresOption, specOption, screenshotOption, viewOption,
                        quitAfter, reproduceOption, fullOption, reproduceScaleOption});
     parser.process(app);
@@ -198,7 +205,7 @@ int run(int argc, char** argv)
                   << "' (options start with --; see kvlens --help)\n";
         return 2;
     }
-    for (const QCommandLineOption* option : std::initializer_list<const QCommandLineOption*>{&batchOption, &outOption, &threadsOption, &backendOption, &deviceOption, &shardOption, &specOption,
+    for (const QCommandLineOption* option : std::initializer_list<const QCommandLineOption*>{&batchOption, &outOption, &threadsOption, &backendOption, &deviceOption, &shardOption, &reuseOption, &specOption,
           &screenshotOption, &viewOption, &quitAfter, &reproduceScaleOption}) {
         const QStringList values = parser.values(*option);
         const std::string name = option->names().front().toStdString();
@@ -223,10 +230,11 @@ int run(int argc, char** argv)
         }
     }
 
-    if (parser.isSet(shardOption) && !parser.isSet(batchOption)) {
-        std::cerr << "kvlens: --shard needs --batch SPEC\n";
-        return 2;
-    }
+    for (const QCommandLineOption* option : {&shardOption, &reuseOption})
+        if (parser.isSet(*option) && !parser.isSet(batchOption)) {
+            std::cerr << "kvlens: --" << option->names().front().toStdString() << " needs --batch SPEC\n";
+            return 2;
+        }
     if (parser.isSet(reproduceOption)) {
         kvlens::app::ReproduceOptions options;
         options.outDir = parser.value(outOption).toStdString();
@@ -254,6 +262,7 @@ int run(int argc, char** argv)
         options.validate = parser.isSet(validateOption);
         options.shard = parser.value(shardOption).toStdString();
         options.shardGiven = parser.isSet(shardOption);
+        options.reuseDir = parser.value(reuseOption).toStdString();
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 

@@ -293,12 +293,34 @@ std::vector<long long> shardWalkIndices(const ExperimentSpec& spec, ShardId shar
     return indices;
 }
 
+ShardManifest manifestFor(const ResultSet& results, const ExperimentSpec& spec, ShardId shard)
+{
+    const std::uint64_t hash = specHash(spec, results.dataHash);
+    ShardManifest manifest;
+    manifest.programVersion = KVLENS_VERSION;
+    manifest.specHash = hash;
+    manifest.shard = shard;
+    manifest.specTrials = spec.trialCount();
+    manifest.backend = results.backend;
+    manifest.specBackend = results.spec.backendText();
+    manifest.regimeNote = results.regimeNote;
+    manifest.dataHash = results.dataHash;
+    if (results.dataHash != 0)
+        manifest.pointDataHashes = results.pointDataHashes;
+    manifest.elapsedMs = results.elapsedMs;
+    manifest.trials.reserve(results.trials.size());
+    for (const TrialResult& t : results.trials)
+        manifest.trials.push_back(trialId(hash, t.key.point, spec.schemes[static_cast<std::size_t>(t.key.scheme)].name,
+                                          t.key.budget, t.key.seed));
+    return manifest;
+}
+
 std::string manifestToJson(const ShardManifest& manifest)
 {
     json ids = json::array();
     for (const std::uint64_t id : manifest.trials)
         ids.push_back(hex64(id));
-    const json j = {
+    json j = {
         {"format", "kvlens-shard"},
         {"format_version", kShardFormatVersion},
         {"program_version", manifest.programVersion},
@@ -314,6 +336,12 @@ std::string manifestToJson(const ShardManifest& manifest)
         {"trial_count", static_cast<long long>(manifest.trials.size())},
         {"trials", ids},
     };
+    if (!manifest.pointDataHashes.empty()) {
+        json points = json::array();
+        for (const std::uint64_t h : manifest.pointDataHashes)
+            points.push_back(hex64(h));
+        j["point_data_hashes"] = points;
+    }
     return io::dumpJson(j, 2) + "\n";
 }
 
@@ -392,6 +420,17 @@ Result<ShardManifest> manifestFromJson(std::string_view text)
         if (!dataHash)
             return Error{"data_hash", "must be 16 lowercase hex digits"};
         m.dataHash = *dataHash;
+    }
+    if (const auto it = j.find("point_data_hashes"); it != j.end()) {
+        if (!it->is_array())
+            return Error{"point_data_hashes", "must be an array of 16-hex-digit hashes"};
+        for (std::size_t k = 0; k < it->size(); ++k) {
+            const json& h = (*it)[k];
+            const auto parsed = h.is_string() ? parseHex64(h.get<std::string>()) : std::nullopt;
+            if (!parsed)
+                return Error{"point_data_hashes[" + std::to_string(k) + "]", "must be 16 lowercase hex digits"};
+            m.pointDataHashes.push_back(*parsed);
+        }
     }
     m.elapsedMs = elapsed->get<double>();
     m.trials.reserve(trials->size());

@@ -82,6 +82,7 @@ struct ShardManifest {
     std::string specBackend;             ///< spec.backend as spec.json gives it ("cpu (fallback: ...)" after one)
     std::string regimeNote;              ///< the regime's note, set by the shard that drew point 0, seed slot 0
     std::uint64_t dataHash = 0;          ///< FNV-1a of the imported tensors' bytes as read (ResultSet::dataHash); 0: drawn data
+    std::vector<std::uint64_t> pointDataHashes; ///< the same per grid point (ResultSet::pointDataHashes); empty: drawn data
     double elapsedMs = 0.0;
     std::vector<std::uint64_t> trials;   ///< ids of the trials it ran, walk order
 };
@@ -89,7 +90,8 @@ inline constexpr int kShardFormatVersion = 1;
 
 /// The manifest as JSON: {"format": "kvlens-shard", "format_version": 1, "program_version",
 /// "spec_hash" (hex), "shard": {"index", "count"}, "spec_trials", "backend", "spec_backend",
-/// "regime_note", "elapsed_ms", "trials_file": "trials.bin", "trial_count", "trials": [hex ids]}.
+/// "regime_note", "data_hash" (hex), "point_data_hashes" (hex, imported data only; for --reuse),
+/// "elapsed_ms", "trials_file": "trials.bin", "trial_count", "trials": [hex ids]}.
 std::string manifestToJson(const ShardManifest& manifest);
 /// Reads a manifest; errors name the key that is missing or wrong.
 Result<ShardManifest> manifestFromJson(std::string_view text);
@@ -108,6 +110,9 @@ struct ShardTrials {
 };
 /// Decodes trials.bin; a wrong magic, version, length or checksum is an error.
 Result<ShardTrials> decodeTrials(std::string_view bytes);
+
+/// The manifest of a finished run (or shard) of `spec` (normalized, as requested).
+ShardManifest manifestFor(const ResultSet& results, const ExperimentSpec& spec, ShardId shard);
 
 /// One shard as merge sees it; `label` (its directory) names it in messages.
 struct ShardPart {

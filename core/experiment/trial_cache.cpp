@@ -63,6 +63,8 @@ void TrialCache::insert(std::uint64_t key, const TrialResult& trial, const std::
 {
     const double bytes = trialBytes(trial) + static_cast<double>(regimeNote.size()) + 64.0;
     const std::lock_guard lock(m_mutex);
+    if (m_readOnly)
+        return;
     if (const auto it = m_index.find(key); it != m_index.end()) {
         m_bytes -= it->second->bytes;
         m_order.erase(it->second);
@@ -83,6 +85,12 @@ void TrialCache::evict()
         m_index.erase(m_order.back().key);
         m_order.pop_back();
     }
+}
+
+void TrialCache::setReadOnly(bool readOnly)
+{
+    const std::lock_guard lock(m_mutex);
+    m_readOnly = readOnly;
 }
 
 void TrialCache::setLimitMb(double limitMb)

@@ -42,6 +42,10 @@ public:
     /// Stores (or replaces) a trial, then evicts down to the limit.
     void insert(std::uint64_t key, const TrialResult& trial, const std::string& regimeNote);
 
+    /// A read-only cache serves hits but stores nothing new (--reuse: the earlier run's trials
+    /// must not be evicted by the ones this run computes).
+    void setReadOnly(bool readOnly);
+
     void setLimitMb(double limitMb);
     double limitMb() const;
     double bytes() const;
@@ -60,6 +64,7 @@ private:
     std::unordered_map<std::uint64_t, std::list<Node>::iterator> m_index;
     double m_bytes = 0.0;
     double m_limitBytes;
+    bool m_readOnly = false;
 };
 
 } // namespace kvlens

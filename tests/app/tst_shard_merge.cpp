@@ -229,9 +229,68 @@ private slots:
         QVERIFY(!QFileInfo::exists(path("no_merge_damaged")));
 
         // Not a shard directory at all.
-        merge = runKvlens({QStringLiteral("merge"), path("whole"), QStringLiteral("--out"), path("no_merge_plain")});
+        merge = runKvlens({QStringLiteral("merge"), path("whole/figures"), QStringLiteral("--out"), path("no_merge_plain")});
         QVERIFY(merge.exitCode != 0);
-        QVERIFY2(merge.err.contains(path("whole").toUtf8() + ": no readable manifest.json"), merge.err.constData());
+        QVERIFY2(merge.err.contains(path("whole/figures").toUtf8() + ": no readable manifest.json"), merge.err.constData());
+    }
+
+    void reuseComputesOnlyNewTrialsAndWritesTheFreshRunsFiles()
+    {
+        // `whole` ran seeds 1-3 of KV and QKQV. Extended by a seed and a scheme placed first, with
+        // --reuse whole: 24 of 48 trials come from whole/trials.bin, and every file equals a
+        // from-scratch run's (trials.csv and trials.bin but for their timings).
+        QByteArray extended = kSpec;
+        extended.replace("\"schemes\": [\"KV\", \"QKQV\"]", "\"schemes\": [\"KQV\", \"KV\", \"QKQV\"]");
+        extended.replace("\"count\": 3", "\"count\": 4");
+        QVERIFY(extended != QByteArray(kSpec));
+        const QString spec = path("extended.json");
+        QFile f(spec);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(extended);
+        f.close();
+        const Run reused = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--reuse"), path("whole"),
+                                      QStringLiteral("--out"), path("reused"), QStringLiteral("--quiet"),
+                                      QStringLiteral("--no-figures")});
+        QVERIFY2(reused.exitCode == 0, reused.err.constData());
+        QVERIFY2(reused.out.contains("reused 24 of 48 trials from"), reused.out.constData());
+        QVERIFY2(reused.out.contains("computed 24"), reused.out.constData());
+        const Run fresh = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), path("fresh"),
+                                     QStringLiteral("--quiet"), QStringLiteral("--no-figures")});
+        QVERIFY2(fresh.exitCode == 0, fresh.err.constData());
+        for (const char* name : {"spec.json", "summary.csv", "queries.csv", "comparisons.csv", "proxies.csv"}) {
+            const QByteArray a = readAll(path("reused/") + QLatin1String(name));
+            QVERIFY2(a.count('\n') > 1, name);
+            QVERIFY2(a == readAll(path("fresh/") + QLatin1String(name)), name);
+        }
+        QCOMPARE(withoutTimings(readAll(path("reused/trials.csv"))), withoutTimings(readAll(path("fresh/trials.csv"))));
+        // A reused run is itself reusable: everything comes from it the second time.
+        const Run again = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--reuse"), path("reused"),
+                                     QStringLiteral("--out"), path("again"), QStringLiteral("--quiet"),
+                                     QStringLiteral("--no-figures")});
+        QVERIFY2(again.exitCode == 0, again.err.constData());
+        QVERIFY2(again.out.contains("reused 48 of 48 trials"), again.out.constData());
+        QCOMPARE(readAll(path("again/trials.csv")), readAll(path("reused/trials.csv"))); // timings included: reused
+
+        // Not a run directory, and a damaged trials file: refused, naming --reuse and the file.
+        const Run notRun = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--reuse"), path("whole/figures"),
+                                      QStringLiteral("--out"), path("no_reuse"), QStringLiteral("--quiet")});
+        QCOMPARE(notRun.exitCode, 2);
+        QVERIFY2(notRun.err.contains("--reuse: ") && notRun.err.contains("spec.json"), notRun.err.constData());
+        QVERIFY(!QFileInfo::exists(path("no_reuse")));
+        const QString damaged = path("damaged_run");
+        QVERIFY(QDir().mkpath(damaged));
+        for (const char* name : {"spec.json", "manifest.json"})
+            QVERIFY(QFile::copy(path("whole/") + QLatin1String(name), damaged + QLatin1Char('/') + QLatin1String(name)));
+        QByteArray bytes = readAll(path("whole/trials.bin"));
+        bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+        QFile out(damaged + QStringLiteral("/trials.bin"));
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(bytes);
+        out.close();
+        const Run bad = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--reuse"), damaged,
+                                   QStringLiteral("--out"), path("no_reuse"), QStringLiteral("--quiet")});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("trials.bin: ") && bad.err.contains("checksum"), bad.err.constData());
     }
 
     void badShardArgumentsAreRefused_data()
