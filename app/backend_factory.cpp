@@ -2,10 +2,85 @@
 // Backend selection: OpenCL when asked for and usable, else the CPU with the reason; a pool reuses them.
 #include "app/backend_factory.h"
 
+#include "core/experiment/runner.h"
+#include "core/io/atomic_file.h"
+#include "core/model/spec_json.h"
 #include "gpu/device.h"
 #include "gpu/opencl_backend.h"
+#include "gpu/program_cache.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 
 namespace kvlens::app {
+
+namespace {
+
+std::atomic<int> g_autoMeasurements{0};
+
+/// Median of three timed runs after a warm-up (which also builds the OpenCL programs).
+double probeMs(ComputeBackend& backend)
+{
+    static const ExperimentSpec probe = *specFromJson(R"({"d": 128, "tokens": 1024, "queries": 64,
+        "schemes": ["KQV", "QKQV"], "budgets": [3], "seeds": {"count": 2}})");
+    double times[3] = {};
+    (void)runExperiment(probe, backend);
+    for (double& t : times) {
+        const auto start = std::chrono::steady_clock::now();
+        (void)runExperiment(probe, backend);
+        t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    std::sort(std::begin(times), std::end(times));
+    return times[1];
+}
+
+AutoChoice chooseAuto(gpu::OpenClBackend& opencl, int threads)
+{
+    const gpu::DeviceInfo& d = opencl.device();
+    const std::string path = gpu::programCacheDirectory() + "/auto-backend-"
+                             + gpu::fnv1aHex(d.platform + "|" + d.name + "|" + d.driver + "|" + d.version + "|"
+                                             + KVLENS_VERSION + "|threads " + std::to_string(threads))
+                             + ".txt";
+    AutoChoice choice;
+    {
+        std::ifstream in(path);
+        std::string winner;
+        if (in >> winner >> choice.cpuMs >> choice.openclMs && (winner == "cpu" || winner == "opencl")
+            && choice.cpuMs > 0.0 && choice.openclMs > 0.0) {
+            choice.openclFaster = winner == "opencl";
+            choice.remembered = true;
+            return choice;
+        }
+    }
+    ++g_autoMeasurements;
+    CpuBackend cpu(threads);
+    choice.cpuMs = probeMs(cpu);
+    choice.openclMs = probeMs(opencl);
+    choice.openclFaster = choice.openclMs < choice.cpuMs;
+    std::ostringstream text;
+    text << (choice.openclFaster ? "opencl" : "cpu") << " " << choice.cpuMs << " " << choice.openclMs << "\n";
+    (void)makeDirectories(gpu::programCacheDirectory());
+    (void)writeFileAtomic(path, text.str()); // a cache: a read-only home only means measuring again
+    return choice;
+}
+
+std::string ms(double v)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.1f", v);
+    return buffer;
+}
+
+} // namespace
+
+int autoBackendMeasurements()
+{
+    return g_autoMeasurements.load();
+}
 
 Status applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device)
 {
@@ -28,6 +103,18 @@ BackendChoice makeBackend(const ExperimentSpec& spec, int threads)
     BackendChoice choice;
     if (spec.backend != BackendKind::Cpu) {
         auto opencl = gpu::OpenClBackend::create(spec.device);
+        if (opencl && spec.backend == BackendKind::Auto) {
+            const AutoChoice measured = chooseAuto(**opencl, threads);
+            const std::string numbers = " (probe run: CPU " + ms(measured.cpuMs) + " ms, OpenCL " + ms(measured.openclMs)
+                                        + " ms" + (measured.remembered ? ", measured earlier on this machine)" : ")");
+            if (!measured.openclFaster) {
+                choice.note = "auto: the CPU backend, faster here than OpenCL " + (*opencl)->device().label() + numbers;
+                choice.backend = std::make_unique<CpuBackend>(threads);
+                choice.label = "cpu";
+                return choice;
+            }
+            choice.note = "auto: OpenCL " + (*opencl)->device().label() + ", faster here than the CPU backend" + numbers;
+        }
         if (opencl) {
             choice.label = "opencl: " + (*opencl)->device().name;
             choice.backend = std::move(opencl).value();
@@ -48,6 +135,8 @@ BackendChoice& BackendPool::get(const ExperimentSpec& spec, int threads)
     if (spec.backend != BackendKind::Cpu) {
         const auto device = gpu::selectDevice(spec.device);
         key = device ? "opencl #" + std::to_string(device->index) : "opencl ?" + spec.device;
+        if (spec.backend == BackendKind::Auto)
+            key = "auto " + key; // may choose the CPU backend: not the same entry as "opencl"
     } else {
         key = "cpu";
     }

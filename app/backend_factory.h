@@ -17,11 +17,25 @@ struct BackendChoice {
     std::unique_ptr<ComputeBackend> backend;
     std::string label;     ///< "cpu", "opencl: <device>", or "cpu (fallback: <reason>)"
     std::string warning;   ///< non-empty when the request could not be honoured
+    std::string note;      ///< "auto": which backend it chose and the measurement behind it
 };
+
+/// For "auto" with a usable OpenCL device: the faster of the CPU backend and that device on a
+/// short probe run (d = 128, N = 1024, Q = 64, KQV and QKQV at 3 bits, 2 seeds), measured once per
+/// (device, driver, program version, threads) and remembered in the program cache's directory
+/// (auto-backend-<hash>.txt).
+struct AutoChoice {
+    bool openclFaster = false;
+    double cpuMs = 0.0, openclMs = 0.0;
+    bool remembered = false; ///< read from the file, not measured now
+};
+/// Measurements made by this process (each measures both backends once).
+int autoBackendMeasurements();
 
 /// Creates the backend for spec.backend / spec.device: "cpu"; "opencl" (the device
 /// spec.device names, else $KVLENS_OPENCL_DEVICE, else the first GPU, else the first CPU
-/// device); "auto" (the same, quietly using the CPU when OpenCL is absent). An unusable OpenCL
+/// device); "auto" (that device or the CPU backend, whichever AutoChoice measured faster;
+/// quietly the CPU when OpenCL is absent). An unusable OpenCL
 /// request falls back to the CPU backend with the reason in `warning` and `label`.
 /// `threads` caps the CPU backend's worker threads (0: one per core).
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads = 0);
@@ -38,7 +52,7 @@ Status applyBackendOptions(ExperimentSpec& spec, const std::string& backend, con
 class BackendPool {
 public:
     /// makeBackend(spec, threads), or the backend made by an earlier call with the same kind
-    /// (cpu, or opencl / auto, which choose alike), the same device (the one spec.device resolves
+    /// (cpu, opencl or auto), the same device (the one spec.device resolves
     /// to now) and the same threads. A fallback is remembered too: an unusable device is not
     /// reopened on every edit. References stay valid until clear() or the pool's destruction.
     BackendChoice& get(const ExperimentSpec& spec, int threads = 0);

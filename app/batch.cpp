@@ -139,6 +139,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     BackendChoice backend = makeBackend(*spec, options.threads);
     if (!backend.warning.empty() && spec->backend == BackendKind::OpenCl)
         err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
+    if (!backend.note.empty() && !options.quiet)
+        err << "kvlens: " << backend.note << "\n";
     std::optional<TrialCache> cache;
     if (!options.reuseDir.empty()) {
         cache.emplace(0.0);

@@ -80,7 +80,13 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
     if (m_generation->load() != id)
         return; // superseded before it started
     BackendChoice& backend = m_backends.get(spec);
-    emit started(id, QString::fromStdString(backend.label), spec.trialCount());
+    // "auto" says it chose (the measurement is in the tooltip's place: stderr, once per session).
+    emit started(id, QString::fromStdString(backend.note.empty() ? backend.label : backend.label + " (auto)"),
+                 spec.trialCount());
+    if (!backend.note.empty() && backend.note != m_reportedAuto) {
+        std::cerr << "kvlens: " << backend.note << std::endl;
+        m_reportedAuto = backend.note;
+    }
     WorkerProgress progress(*this, id, spec, *m_generation);
     const auto start = std::chrono::steady_clock::now();
     Result<ResultSet> result = runExperiment(spec, *backend.backend, &progress, {}, &m_cache);

@@ -60,6 +60,7 @@ signals:
 
 private:
     std::shared_ptr<const std::atomic<quint64>> m_generation;
+    std::string m_reportedAuto;     ///< the last "auto" choice told on stderr
     std::string m_reportedFallback; ///< the last OpenCL fallback reason told on stderr (once per reason)
     BackendPool m_backends;         ///< one backend per kind and device: edits rerun without reopening OpenCL
     TrialCache m_cache{defaultCacheMb()};

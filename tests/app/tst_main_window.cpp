@@ -18,6 +18,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QSpinBox>
 #include <QTest>
 
@@ -231,6 +232,37 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
         QCOMPARE(finished.at(1).at(1).toString(), QString());
         QCOMPARE(window.worker()->backends().size(), std::size_t{1});
+    }
+
+    void autoMeasuresTheFasterBackendOnceAndRemembersIt()
+    {
+        if (!gpu::listDevices() || gpu::listDevices()->empty())
+            QSKIP("no OpenCL platform: auto is the CPU backend without measuring");
+        QTemporaryDir cache;
+        qputenv("KVLENS_CACHE_DIR", cache.path().toUtf8());
+        ExperimentSpec spec = small();
+        spec.backend = BackendKind::Auto;
+        const int before = app::autoBackendMeasurements();
+        const app::BackendChoice first = app::makeBackend(spec, 2);
+        QCOMPARE(app::autoBackendMeasurements(), before + 1);
+        QVERIFY2(first.note.find("probe run: CPU ") != std::string::npos, first.note.c_str());
+        const bool cpu = first.backend->name() == "cpu";
+        QVERIFY2(first.note.find(cpu ? "auto: the CPU backend, faster here" : "auto: OpenCL ") == 0, first.note.c_str());
+        const QStringList files = QDir(cache.path()).entryList({QStringLiteral("auto-backend-*.txt")});
+        QCOMPARE(files.size(), 1);
+        // The second choice reads the file: no measuring, the same backend, and it says so.
+        const app::BackendChoice second = app::makeBackend(spec, 2);
+        QCOMPARE(app::autoBackendMeasurements(), before + 1);
+        QCOMPARE(second.backend->name(), first.backend->name());
+        QVERIFY2(second.note.find("measured earlier on this machine") != std::string::npos, second.note.c_str());
+        // The remembered verdict decides: a file saying the other backend was faster is obeyed.
+        QFile f(cache.filePath(files.front()));
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(cpu ? "opencl 20 10\n" : "cpu 10 20\n");
+        f.close();
+        const app::BackendChoice third = app::makeBackend(spec, 2);
+        QCOMPARE(third.backend->name() == "cpu", !cpu);
+        qunsetenv("KVLENS_CACHE_DIR");
     }
 
     void addingASeedComputesOnlyTheNewSeedsTrials()
