@@ -34,4 +34,65 @@ double memcpyGBps(std::size_t bytes)
     return static_cast<double>(bytes) / (ms * 1e6);
 }
 
+double readGBps(std::size_t bytes)
+{
+    std::vector<float> src(bytes / sizeof(float), 1.0f);
+    volatile float sink = 0.0f;
+    const double ms = medianMs(
+        [&] {
+            constexpr int kLanes = 64; // independent partial sums: the loop vectorizes and is not add-latency bound
+            float acc[kLanes] = {};
+            const std::size_t n = src.size() / kLanes * kLanes;
+            for (std::size_t i = 0; i < n; i += kLanes)
+                for (int l = 0; l < kLanes; ++l)
+                    acc[l] += src[i + static_cast<std::size_t>(l)];
+            float total = 0.0f;
+            for (float a : acc)
+                total += a;
+            sink = total;
+        },
+        7, 2);
+    (void)sink;
+    return static_cast<double>(src.size() * sizeof(float)) / (ms * 1e6);
+}
+
+namespace {
+
+typedef float Vec16 __attribute__((vector_size(64)));
+
+/// 12 independent FMA chains of 16 lanes: enough to cover the FMA latency on two ports.
+float fmaChains(long iterations, float seed)
+{
+    Vec16 a[12];
+    for (int i = 0; i < 12; ++i)
+        a[i] = Vec16{} + seed * static_cast<float>(i + 1);
+    const Vec16 b = Vec16{} + 0.999999f, c = Vec16{} + 1e-7f;
+    for (long it = 0; it < iterations; ++it)
+        for (auto& x : a)
+            x = x * b + c;
+    float sum = 0.0f;
+    for (const auto& x : a)
+        for (int l = 0; l < 16; ++l)
+            sum += x[l];
+    return sum;
+}
+
+} // namespace
+
+double fmaPeakGflops(int threads)
+{
+    constexpr long kIterations = 20000000;
+    std::vector<float> out(static_cast<std::size_t>(threads));
+    const double ms = medianMs(
+        [&] {
+            std::vector<std::thread> pool;
+            for (int t = 0; t < threads; ++t)
+                pool.emplace_back([&, t] { out[static_cast<std::size_t>(t)] = fmaChains(kIterations, 1e-3f * (t + 1)); });
+            for (auto& p : pool)
+                p.join();
+        },
+        3, 1);
+    return 2.0 * 16.0 * 12.0 * static_cast<double>(kIterations) * threads / (ms * 1e6);
+}
+
 } // namespace kvlens::bench

@@ -28,7 +28,14 @@ inline double medianMs(const std::function<void()>& f, int repeats = 7, int warm
 /// `threads` threads splitting the rows of A (Eigen's own threading is off in this build).
 double sgemmGflops(int n, int threads);
 
-/// memcpy bandwidth in GB/s (bytes copied per second) for a buffer of `bytes`.
+/// memcpy bandwidth in GB/s (bytes copied per second) for a pre-faulted buffer of `bytes`.
 double memcpyGBps(std::size_t bytes);
+
+/// Streaming read bandwidth in GB/s: a vectorized sum over a pre-faulted buffer of `bytes`.
+double readGBps(std::size_t bytes);
+
+/// Single-precision FMA peak in GFLOP/s on `threads` threads (a short probe: independent
+/// vector FMA chains in registers, 2 FLOPs per lane per FMA).
+double fmaPeakGflops(int threads);
 
 } // namespace kvlens::bench

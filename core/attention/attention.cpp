@@ -2,6 +2,8 @@
 // CPU attention (the oracle for the OpenCL kernels).
 #include "core/attention/attention.h"
 
+#include "core/common/simd.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -26,9 +28,18 @@ void softmaxRows(const RowMatrixXf& scores, RowMatrixXf& probs, std::vector<doub
         float maximum = s[0];
         for (Eigen::Index j = 1; j < cols; ++j)
             maximum = std::max(maximum, s[j]);
-        double sum = 0.0;
-        for (Eigen::Index j = 0; j < cols; ++j) {
-            p[j] = std::exp(s[j] - maximum);
+        // Vector exponentials (simd::exp, within 2 ulp) summed in double over eight lanes.
+        const simd::Float8 m8 = simd::broadcast(maximum);
+        simd::Double8 lanes{};
+        Eigen::Index j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            const simd::Float8 e = simd::exp(simd::load(s + j) - m8);
+            simd::store(p + j, e);
+            lanes += simd::widen(e);
+        }
+        double sum = simd::sum(lanes);
+        for (; j < cols; ++j) {
+            p[j] = simd::exp(simd::broadcast(s[j] - maximum))[0];
             sum += p[j];
         }
         const auto inv = static_cast<float>(1.0 / sum);

@@ -2,6 +2,7 @@
 // The trial pipeline, shared by every backend: host-side planning, backend stages, host-side metrics.
 #include "core/experiment/trial.h"
 
+#include "core/common/simd.h"
 #include "core/metrics/vector_metrics.h"
 #include "core/quant/token_policy.h"
 
@@ -52,24 +53,43 @@ struct Moments {
     double logMeanExp = 0.0; ///< log mean exp(a - b), overflow-free
 };
 
-/// Mean, population variance and log-mean-exp of a - b over all entries.
+/// Mean, population variance and log-mean-exp of a - b over all entries: eight lane-wise double
+/// partial sums and vector exponentials (simd::exp), in a fixed order.
 Moments differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
 {
-    double sum = 0.0, sum2 = 0.0, maximum = -std::numeric_limits<double>::infinity();
+    using namespace simd;
     const Eigen::Index n = a.size();
     const float* pa = a.data();
     const float* pb = b.data();
-    for (Eigen::Index i = 0; i < n; ++i) {
+    Double8 vsum{}, vsum2{};
+    Float8 vmax = broadcast(-std::numeric_limits<float>::infinity());
+    Eigen::Index i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const Float8 df = load(pa + i) - load(pb + i);
+        const Double8 d = widen(load(pa + i)) - widen(load(pb + i));
+        vsum += d;
+        vsum2 += d * d;
+        vmax = df > vmax ? df : vmax;
+    }
+    double sum = simd::sum(vsum), sum2 = simd::sum(vsum2), maximum = -std::numeric_limits<double>::infinity();
+    for (int l = 0; l < 8; ++l)
+        maximum = std::max(maximum, static_cast<double>(vmax[l]));
+    for (; i < n; ++i) {
         const double d = static_cast<double>(pa[i]) - pb[i];
         sum += d;
         sum2 += d * d;
-        maximum = std::max(maximum, d);
+        maximum = std::max(maximum, static_cast<double>(static_cast<float>(pa[i] - pb[i])));
     }
-    // Float exponentials (vectorizable, ~1e-7 relative) summed in double: plenty for a log-mean.
-    double sumExp = 0.0;
+    // Float exponentials (~1e-7 relative) summed in double: plenty for a log-mean.
     const auto shift = static_cast<float>(maximum);
-    for (Eigen::Index i = 0; i < n; ++i)
-        sumExp += std::exp(pa[i] - pb[i] - shift);
+    const Float8 s8 = broadcast(shift);
+    Double8 vexp{};
+    i = 0;
+    for (; i + 8 <= n; i += 8)
+        vexp += widen(simd::exp(load(pa + i) - load(pb + i) - s8));
+    double sumExp = simd::sum(vexp);
+    for (; i < n; ++i)
+        sumExp += simd::exp(broadcast(pa[i] - pb[i] - shift))[0];
     Moments m;
     m.mean = sum / static_cast<double>(n);
     m.variance = std::max(0.0, sum2 / static_cast<double>(n) - m.mean * m.mean);

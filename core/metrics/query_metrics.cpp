@@ -2,6 +2,8 @@
 // Per-query metric reductions over the key axis, accumulated in double.
 #include "core/metrics/query_metrics.h"
 
+#include "core/common/simd.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -46,6 +48,27 @@ void selectTopK(const float* row, int n, int k, int* best, float* values)
     }
 }
 
+/// The first index of the largest entry, NaN entries never winning (as a scan that moves on
+/// strictly greater values from entry 0): a vector maximum, then a search for it.
+Eigen::Index firstArgmax(const float* v, Eigen::Index n)
+{
+    simd::Float8 m8 = simd::broadcast(v[0]);
+    Eigen::Index j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const simd::Float8 x = simd::load(v + j);
+        m8 = x > m8 ? x : m8;
+    }
+    float m = v[0];
+    for (int l = 0; l < 8; ++l)
+        m = m8[l] > m ? m8[l] : m;
+    for (; j < n; ++j)
+        m = v[j] > m ? v[j] : m;
+    for (Eigen::Index k = 0; k < n; ++k)
+        if (v[k] == m)
+            return k;
+    return 0;
+}
+
 } // namespace
 
 std::vector<int> topKIndices(std::span<const float> row, int k)
@@ -83,20 +106,29 @@ QueryMetrics queryMetrics(const AttentionPair& a, std::span<const float> valueEr
         const float* ph = a.probsHat->data() + i * n;
         const double lse = (*a.logSumExp)[static_cast<std::size_t>(i)];
         const double lseHat = (*a.logSumExpHat)[static_cast<std::size_t>(i)];
-        double pDelta = 0.0, pDelta2 = 0.0, ps = 0.0, a2 = 0.0;
-        Eigen::Index argmax = 0, argmaxHat = 0;
-        for (Eigen::Index j = 0; j < n; ++j) {
+        // The four sums in double over eight lanes (a fixed order), then the two argmaxes.
+        using namespace simd;
+        Double8 vDelta{}, vDelta2{}, vPs{}, vA2{};
+        Eigen::Index j = 0;
+        for (; j + 8 <= n; j += 8) {
+            const Double8 pj = widen(load(p + j)), sj = widen(load(s + j));
+            const Double8 delta = widen(load(sh + j)) - sj;
+            const Double8 pd = pj * delta;
+            vDelta += pd;
+            vDelta2 += pd * delta;
+            vPs += pj * sj;
+            vA2 += pj * pj * widen(load(valueError2.data() + j));
+        }
+        double pDelta = simd::sum(vDelta), pDelta2 = simd::sum(vDelta2), ps = simd::sum(vPs), a2 = simd::sum(vA2);
+        for (; j < n; ++j) {
             const double pj = p[j];
             const double delta = static_cast<double>(sh[j]) - s[j];
             pDelta += pj * delta;
             pDelta2 += pj * delta * delta;
             ps += pj * s[j];
             a2 += pj * pj * valueError2[static_cast<std::size_t>(j)];
-            if (p[j] > p[argmax])
-                argmax = j;
-            if (ph[j] > ph[argmaxHat])
-                argmaxHat = j;
         }
+        const Eigen::Index argmax = firstArgmax(p, n), argmaxHat = firstArgmax(ph, n);
         const auto qi = static_cast<std::size_t>(i);
         if (!std::isfinite(lse) || !std::isfinite(lseHat) || !std::isfinite(pDelta) || !std::isfinite(pDelta2)) {
             // A non-finite score (an overflowing estimate) has no KL: NaN, never the 0 that

@@ -19,6 +19,7 @@ struct VectorError {
     double snrDb = 0.0;
     double phi = 0.0;
     double relErr = 0.0;
+    double norm2 = 0.0; ///< ||x||^2
 };
 
 /// Errors of one pair of length-n float arrays, accumulated in double.

@@ -47,24 +47,6 @@ Rng::Rng(EngineKind kind, std::uint64_t seed)
 {
 }
 
-std::uint64_t Rng::below(std::uint64_t n)
-{
-    // Lemire (2019), "Fast random integer generation in an interval".
-    using u128 = Pcg64::uint128;
-    std::uint64_t x = nextU64();
-    u128 m = static_cast<u128>(x) * n;
-    auto low = static_cast<std::uint64_t>(m);
-    if (low < n) {
-        const std::uint64_t threshold = (0 - n) % n;
-        while (low < threshold) {
-            x = nextU64();
-            m = static_cast<u128>(x) * n;
-            low = static_cast<std::uint64_t>(m);
-        }
-    }
-    return static_cast<std::uint64_t>(m >> 64);
-}
-
 namespace {
 
 /// Tables of the 128-layer ziggurat for N(0, 1) (Marsaglia & Tsang 2000, in Doornik's 2005

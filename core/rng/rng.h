@@ -58,8 +58,24 @@ public:
     double uniform() { return static_cast<double>(nextU64() >> 11) * 0x1.0p-53; }
     /// Uniform on (0, 1): never returns 0, so log() is safe.
     double uniformOpen() { return (static_cast<double>(nextU64() >> 11) + 0.5) * 0x1.0p-53; }
-    /// Uniform integer in [0, n) without modulo bias (Lemire's method).
-    std::uint64_t below(std::uint64_t n);
+    /// Uniform integer in [0, n) without modulo bias (Lemire 2019, "Fast random integer
+    /// generation in an interval"). Inline: the bootstrap draws millions of them.
+    std::uint64_t below(std::uint64_t n)
+    {
+        using u128 = Pcg64::uint128;
+        std::uint64_t x = nextU64();
+        u128 m = static_cast<u128>(x) * n;
+        auto low = static_cast<std::uint64_t>(m);
+        if (low < n) [[unlikely]] {
+            const std::uint64_t threshold = (0 - n) % n;
+            while (low < threshold) {
+                x = nextU64();
+                m = static_cast<u128>(x) * n;
+                low = static_cast<std::uint64_t>(m);
+            }
+        }
+        return static_cast<std::uint64_t>(m >> 64);
+    }
     /// +1 or -1 with probability 1/2 each.
     float sign() { return (nextU64() >> 63) ? -1.0f : 1.0f; }
     /// Standard normal by the 128-layer ziggurat (Marsaglia & Tsang 2000; Doornik 2005):

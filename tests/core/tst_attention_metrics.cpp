@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Attention and metric functions on hand-made cases with known answers.
 #include "core/attention/attention.h"
+#include "core/common/simd.h"
 #include "core/metrics/query_metrics.h"
 #include "core/analysis/summary.h"
 #include "core/metrics/vector_metrics.h"
@@ -9,6 +10,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 using namespace kvlens;
@@ -35,6 +37,34 @@ QueryMetrics metricsFor(const std::vector<float>& s, const std::vector<float>& s
 class TestAttentionMetrics : public QObject {
     Q_OBJECT
 private slots:
+    void vectorExpIsWithinTwoUlpOfTheCorrectlyRoundedValue()
+    {
+        // Every float in [-87.33, 88] on a grid of 2^20 steps, against exp in double.
+        double worstUlp = 0.0;
+        const double lo = -87.3365478515625, hi = 88.0;
+        for (int k = 0; k <= (1 << 20); k += 8) {
+            simd::Float8 x;
+            for (int l = 0; l < 8; ++l)
+                x[l] = static_cast<float>(lo + (hi - lo) * std::min(k + l, 1 << 20) / double(1 << 20));
+            const simd::Float8 e = simd::exp(x);
+            for (int l = 0; l < 8; ++l) {
+                const double exact = std::exp(static_cast<double>(x[l]));
+                const double ulp = std::nextafter(static_cast<float>(exact), INFINITY) - static_cast<float>(exact);
+                worstUlp = std::max(worstUlp, std::abs(e[l] - exact) / ulp);
+            }
+        }
+        QVERIFY2(worstUlp <= 2.0, qPrintable(QString::number(worstUlp)));
+        // The ends: exact zero below, +inf above, NaN through, e^0 = 1 exactly.
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const simd::Float8 edge = simd::exp(simd::Float8{-INFINITY, -200.0f, 0.0f, 100.0f, INFINITY, nan, -1.0f, 1.0f});
+        QCOMPARE(edge[0], 0.0f);
+        QCOMPARE(edge[1], 0.0f);
+        QCOMPARE(edge[2], 1.0f);
+        QVERIFY(std::isinf(edge[3]) && std::isinf(edge[4]));
+        QVERIFY(std::isnan(edge[5]));
+        QVERIFY(std::abs(edge[6] - std::exp(-1.0)) < 1e-7 && std::abs(edge[7] - std::exp(1.0)) < 3e-7);
+    }
+
     void softmaxIsStableAndNormalized()
     {
         RowMatrixXf s(2, 3);
