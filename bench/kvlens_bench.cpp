@@ -67,6 +67,26 @@ ExperimentSpec largeSpec()
                             "budgets": [4], "seeds": {"count": 2}})");
 }
 
+/// The work of the PyTorch TurboQuant reimplementation's pipeline: its "MSE" scheme (WHT +
+/// Lloyd-Max on K and V: TQ-KV) and its "prod" scheme (QJL on the keys: TQ-QKV), d = 128,
+/// N = 1024, Q = 64, n = 2, 3, 4, 8 seeds: 48 trials.
+constexpr const char* kPeerSpec = R"({"name": "peer shape", "d": 128, "tokens": 1024, "queries": 64,
+    "schemes": ["TQ-KV", "TQ-QKV"], "budgets": [2, 3, 4], "seeds": {"first": 1, "count": 8}})";
+
+int peerShape(int threads)
+{
+    const ExperimentSpec spec = *normalizeSpec(*specFromJson(kPeerSpec));
+    for (int t : {1, threads}) {
+        CpuBackend backend(t);
+        const double ms = medianMs([&] { (void)runExperiment(spec, backend); }, 7, 1);
+        std::printf("peer shape (%lld trials: TQ-KV = the peer's MSE, TQ-QKV = its prod; d 128, N 1024, Q 64, n 2-4, "
+                    "8 seeds), %d thread%s: %.1f ms, %.2f ms per trial\n",
+                    spec.trialCount(), t, t == 1 ? "" : "s", ms, ms / static_cast<double>(spec.trialCount()));
+    }
+    std::printf("the same run headless: kvlens --batch SPEC --out DIR with SPEC =\n%s\n", kPeerSpec);
+    return 0;
+}
+
 /// Paper scale: d 1024, N 4096, Q 256, KQV and QKQV at n = 2, 3, 4, `seeds` seeds (24 trials at 4).
 ExperimentSpec paperSpec(int seeds)
 {
@@ -138,10 +158,12 @@ int main(int argc, char** argv)
             threads = std::stoi(argv[++i]);
         } else if (a == "--device" && i + 1 < argc) {
             device = argv[++i];
+        } else if (a == "--peer-shape") {
+            return peerShape(threads);
         } else if (a == "--peak-memory-child" && i + 2 < argc) {
             return peakMemoryChild(argv[i + 1], argv[i + 2], threads);
         } else if (a == "--help" || a == "-h") {
-            std::printf("usage: kvlens-bench [--threads N] [--device INDEX|NAME]\n"
+            std::printf("usage: kvlens-bench [--threads N] [--device INDEX|NAME] [--peer-shape]\n"
                         "Per-stage and end-to-end timings of the CPU and OpenCL backends, as ratios to an SGEMM and a\n"
                         "memcpy measured in the same run.\n");
             return 0;
