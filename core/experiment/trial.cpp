@@ -53,6 +53,34 @@ struct Moments {
     double logMeanExp = 0.0; ///< log mean exp(a - b), overflow-free
 };
 
+/// Mean, population variance and log-mean-exp of a - b over the entries that are not masked
+/// out (b == kMaskedScore: a key in a query's future), scalar: causal runs are small.
+Moments maskedDifferenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
+{
+    double sum = 0.0, sum2 = 0.0, maximum = -std::numeric_limits<double>::infinity();
+    long long count = 0;
+    const Eigen::Index n = a.size();
+    for (Eigen::Index i = 0; i < n; ++i) {
+        if (b.data()[i] == kMaskedScore)
+            continue;
+        const double d = static_cast<double>(a.data()[i]) - b.data()[i];
+        sum += d;
+        sum2 += d * d;
+        maximum = std::max(maximum, d);
+        ++count;
+    }
+    double sumExp = 0.0;
+    for (Eigen::Index i = 0; i < n; ++i)
+        if (b.data()[i] != kMaskedScore)
+            sumExp += std::exp(static_cast<double>(a.data()[i]) - b.data()[i] - maximum);
+    Moments m;
+    const double c = static_cast<double>(std::max<long long>(count, 1));
+    m.mean = sum / c;
+    m.variance = std::max(0.0, sum2 / c - m.mean * m.mean);
+    m.logMeanExp = maximum + std::log(sumExp / c);
+    return m;
+}
+
 /// Mean, population variance and log-mean-exp of a - b over all entries: eight lane-wise double
 /// partial sums and vector exponentials (simd::exp), in a fixed order.
 Moments differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
@@ -99,6 +127,18 @@ Moments differenceMoments(const RowMatrixXf& a, const RowMatrixXf& b)
 
 } // namespace
 
+void applyCausalMask(const Dataset& data, RowMatrixXf& scores)
+{
+    if (!data.causal() || scores.size() == 0)
+        return;
+    for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+        const int t = data.queryPositions[static_cast<std::size_t>(i)];
+        for (Eigen::Index j = 0; j < scores.cols(); ++j)
+            if (data.keyPositions[static_cast<std::size_t>(j)] > t)
+                scores(i, j) = kMaskedScore;
+    }
+}
+
 Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int seedIndex, ComputeBackend& backend,
                                      const Dataset* fixedData)
 {
@@ -125,6 +165,7 @@ Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int 
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(spec.d));
     backend.scores(g.data.queries, g.data.keys, scale, g.scores);
+    applyCausalMask(g.data, g.scores);
     backend.attend(g.scores, g.data.values, g.probs, g.logSumExp, g.output);
     // Exact attention must be finite, or no metric of the group would mean anything.
     for (std::size_t i = 0; i < g.logSumExp.size(); ++i)
@@ -165,7 +206,9 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     auto start = Clock::now();
     PlanInputs keyInputs{calibrationKeys, calibrationQueries, g.keySpectra};
     const PathPlan keyPlan = planPath(scheme.key, budget, spec.d, PathSite::Keys, keyInputs, spec.engine, g.seed);
-    const PathResult keyPath = backend.encodePath(keyPlan, data.keys, &data.queries);
+    PathResult keyPath = backend.encodePath(keyPlan, data.keys, &data.queries);
+    applyCausalMask(data, keyPath.scores);
+    applyCausalMask(data, keyPath.baseScores);
     t.timings.keyPath = msSince(start);
 
     start = Clock::now();
@@ -232,12 +275,13 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     t.deffV = effectiveDimension(valuePlan);
     t.rawMseK = keyErrors.sumError2 / (static_cast<double>(spec.tokens) * spec.d);
 
-    const Moments errors = differenceMoments(keyPath.scores, g.scores);
+    const auto moments = data.causal() ? maskedDifferenceMoments : differenceMoments;
+    const Moments errors = moments(keyPath.scores, g.scores);
     t.scoreErrorMean = errors.mean;
     t.scoreErrorVar = errors.variance;
     t.logMeanExpScoreError = errors.logMeanExp;
     t.scoreErrorVarBase =
-        keyPath.baseScores.size() > 0 ? differenceMoments(keyPath.baseScores, g.scores).variance : errors.variance;
+        keyPath.baseScores.size() > 0 ? moments(keyPath.baseScores, g.scores).variance : errors.variance;
     t.scoreErrorVarPredicted = predictedScoreErrorVariance(keyPlan, g.meanQueryNorm2, g.meanKeyNorm2, true);
 
     t.bits = BitAccounting{pathBitsPerCoordinate(keyPlan, spec.tokens), pathBitsPerCoordinate(valuePlan, spec.tokens)};

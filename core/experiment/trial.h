@@ -25,6 +25,14 @@ struct TrialGroup {
     mutable std::shared_ptr<const SpectralAnalysis> keySpectra[2], valueSpectra[2];
 };
 
+/// The score a key in a query's future gets under causal attention: finite (so differences of
+/// two masked scores are 0, never NaN) and far below any real score, so its weight is exactly 0.
+inline constexpr float kMaskedScore = -1e30f;
+
+/// Under causal attention (data.causal()), sets scores(i, j) to kMaskedScore wherever key j's
+/// position is after query i's; no-op otherwise.
+void applyCausalMask(const Dataset& data, RowMatrixXf& scores);
+
 /// Draws the data of one (point, seed) and computes its exact attention on `backend`. With
 /// `fixedData` (a seed-independent regime's data, read once for the run), copies it instead of
 /// drawing.

@@ -3,6 +3,7 @@
 #include "core/model/spec_json.h"
 
 #include "core/quant/codec.h"
+#include "core/regimes/model_dump.h"
 
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
@@ -296,8 +297,48 @@ json toJson(const ExperimentSpec& s)
     return j;
 }
 
+/// A model spec's "layers" / "heads" ("all" or a list of indices) as sweep axes over
+/// regime.layer / regime.head: every (layer, head) cell becomes a grid point.
+void addModelCells(ExperimentSpec& s, const std::vector<std::pair<std::string, json>>& cells)
+{
+    if (cells.empty())
+        return;
+    std::optional<ModelDump> dump;
+    for (const auto& [key, value] : cells) {
+        const std::string field = "regime." + key;
+        const std::string param = key == "layers" ? "layer" : "head";
+        for (const SweepAxis& a : s.sweep)
+            if (a.parameter == SweepParameter::Regime && a.regimeKey == param)
+                throw FieldError{field, "give \"" + key + "\" or a sweep over regime." + param + ", not both"};
+        if (s.regimeParams.count(param))
+            throw FieldError{field, "give \"" + key + "\" or \"" + param + "\", not both"};
+        SweepAxis axis = *SweepAxis::named("regime." + param);
+        if (value.is_string() && value.get<std::string>() == "all") {
+            if (!dump) {
+                const auto it = s.regimeParams.find("file");
+                if (it == s.regimeParams.end() || !std::holds_alternative<std::string>(it->second))
+                    throw FieldError{"regime.file", "the model regime needs its dump file for \"" + key + "\": \"all\""};
+                auto inspected = inspectModelDump(std::get<std::string>(it->second));
+                if (!inspected)
+                    throw FieldError{inspected.error().field, inspected.error().message};
+                dump = std::move(inspected).value();
+            }
+            const int count = key == "layers" ? dump->layers : dump->qHeads;
+            for (int i = 0; i < count; ++i)
+                axis.values.push_back(i);
+        } else if (value.is_array() && !value.empty()) {
+            for (std::size_t i = 0; i < value.size(); ++i)
+                axis.values.push_back(getInt(value[i], field + "[" + std::to_string(i) + "]", 0, 1 << 16));
+        } else {
+            throw FieldError{field, "must be \"all\" or a non-empty array of indices, got " + io::describeJson(value)};
+        }
+        s.sweep.push_back(std::move(axis));
+    }
+}
+
 ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
 {
+    std::vector<std::pair<std::string, json>> modelCells;
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
                       "comparisons", "memory_limit_mb", "sweep"});
@@ -324,6 +365,10 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
             for (const auto& [key, value] : r.items()) {
                 if (key == "name")
                     continue;
+                if (s.regime == "model" && (key == "layers" || key == "heads")) {
+                    modelCells.emplace_back(key, value); // grid axes, once the file's path is resolved
+                    continue;
+                }
                 if (value.is_number())
                     s.regimeParams[key] = value.get<double>();
                 else if (value.is_string())
@@ -441,6 +486,7 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
         }
     }
     resolveImportPaths(s.regime, s.regimeParams, baseDirectory);
+    addModelCells(s, modelCells);
     return s;
 }
 

@@ -5,11 +5,13 @@
 namespace kvlens {
 
 SchemeExtension kvquantDenseSparseExtension(); // kvquant_ds.cpp
+SchemeExtension halfPrecisionExtension();      // fp16_codec.cpp
 
 const std::vector<SchemeExtension>& schemeExtensions()
 {
     static const std::vector<SchemeExtension> all{
         kvquantDenseSparseExtension(),
+        halfPrecisionExtension(),
     };
     return all;
 }

@@ -2,6 +2,8 @@
 // Registry order of the built-in regimes and the shared dataset drawing.
 #include "core/regimes/builtin.h"
 
+#include "core/regimes/model_dump.h"
+
 #include "core/regimes/imported.h"
 
 namespace kvlens {
@@ -27,7 +29,8 @@ Dataset drawDataset(const DataShape& shape, EngineKind engine, std::uint64_t see
 std::vector<const Regime*> builtinRegimes()
 {
     return {&gaussianRegime(),       &heavyTailRegime(),  &lowRankRegime(), &spectralDecayRegime(),
-            &outlierChannelsRegime(), &kvSubspaceRegime(), &focusedRegime(), &importedRegime()};
+            &outlierChannelsRegime(), &kvSubspaceRegime(), &focusedRegime(), &importedRegime(),
+            &modelRegime()};
 }
 
 } // namespace kvlens

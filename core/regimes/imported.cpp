@@ -425,7 +425,7 @@ std::vector<ImportSource> importSources(const RegimeParams& params)
 
 void resolveImportPaths(const std::string& regime, RegimeParams& params, const std::string& baseDirectory)
 {
-    if (regime != "imported")
+    if (regime != "imported" && regime != "model")
         return;
     for (const char* key : {"file", "k", "v", "q"}) {
         auto it = params.find(key);

@@ -50,6 +50,10 @@ struct Dataset {
     RowMatrixXf keys, values, queries;
     RowMatrixXf calibrationKeys, calibrationValues, calibrationQueries;
     std::string note; ///< anything the regime wants shown (e.g. which outlier channels)
+    /// Causal attention: the sequence position of each key and query row. When set, query i
+    /// attends only keys with keyPositions[j] <= queryPositions[i]; empty: every key.
+    std::vector<int> keyPositions, queryPositions;
+    bool causal() const { return !keyPositions.empty(); }
 };
 
 /// A generator of data under a named law (design section 3).
