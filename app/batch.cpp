@@ -15,6 +15,7 @@
 #include "core/analysis/result_tables.h"
 #include "core/io/staged_dir.h"
 #include "core/analysis/comparison.h"
+#include "core/analysis/model_lens.h"
 #include "core/analysis/proxies.h"
 #include "core/analysis/validation.h"
 #include "widgets/figure_export.h"
@@ -246,6 +247,30 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         if (InterruptScope::interrupted())
             return InterruptScope::exitStatus();
     }
+    // A model run: the map, and with K-only and V-only the sensitivity, the front and the advice.
+    std::string modelText;
+    std::vector<std::string> modelFiles;
+    if (const auto map = modelMap(results); !map.empty()) {
+        std::vector<std::pair<std::string, std::string>> extra{{"model_map.csv", modelMapCsv(results, map)}};
+        const auto sensitivity = kvSensitivity(results);
+        const auto curves = layerCurves(results);
+        if (!sensitivity.empty() && !curves.empty()) {
+            extra.emplace_back("kv_sensitivity.csv", kvSensitivityCsv(sensitivity));
+            const auto front = paretoFront(curves);
+            extra.emplace_back("pareto.csv", paretoCsv(front));
+            constexpr double kTargetBits = 3.0;
+            if (const auto advice = allocate(curves, kTargetBits))
+                extra.emplace_back("allocation.json", allocationJson(*advice, kTargetBits, manifest.specHash));
+            modelText = modelLensText(sensitivity, curves, kTargetBits);
+        }
+        for (const auto& [name, contents] : extra) {
+            if (auto written = writeFileAtomic(dir + name, contents); !written) {
+                err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
+                return kExitFailed;
+            }
+            modelFiles.push_back(name);
+        }
+    }
     io::faultPoint("writing");
     // Every view as PDF, SVG and PNG (single-column width) with its data and the spec.
     const std::string specJson = specToJson(results.spec) + "\n";
@@ -283,8 +308,12 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     out << summaryText(results) << "\n" << stats::comparisonsText(results, comparisons) << "\n"
         << stats::proxiesText(proxies);
     const std::string& shown = shownDir.empty() ? outDir : shownDir;
+    out << modelText;
     out << "wrote " << shown
-        << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json}";
+        << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json";
+    for (const std::string& f : modelFiles)
+        out << ", " << f;
+    out << "}";
     if (figures)
         out << " and " << figureFiles << " files in " << shown << "/figures";
     out << "\n";

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Model-lens tables over a model run's cells, and the allocation advisor's exact and Lagrangian fronts.
+#include "core/analysis/model_lens.h"
+
+#include "core/io/csv.h"
+#include "core/model/grid.h"
+#include "core/regimes/regime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <array>
+#include <cstdio>
+#include <numeric>
+
+namespace kvlens {
+
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kZ = 1.959963984540054; // the 97.5% normal quantile
+
+struct Mean {
+    double sum = 0.0, sum2 = 0.0;
+    long long n = 0;
+    void add(double x)
+    {
+        if (!std::isfinite(x))
+            return;
+        sum += x;
+        sum2 += x * x;
+        ++n;
+    }
+    double mean() const { return n ? sum / static_cast<double>(n) : kNan; }
+    /// Normal-approximation 95% interval of the mean.
+    std::pair<double, double> interval() const
+    {
+        if (n < 2)
+            return {kNan, kNan};
+        const double m = mean();
+        const double var = std::max(0.0, (sum2 - n * m * m) / static_cast<double>(n - 1));
+        const double half = kZ * std::sqrt(var / static_cast<double>(n));
+        return {m - half, m + half};
+    }
+};
+
+/// Wilson 95% interval of a rate of `k` in `n`.
+std::pair<double, double> wilson(double k, double n)
+{
+    if (n <= 0.0)
+        return {kNan, kNan};
+    const double p = k / n, z2 = kZ * kZ;
+    const double centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+    const double half = kZ * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n);
+    return {centre - half, centre + half};
+}
+
+int schemeIndex(const ResultSet& r, const char* name)
+{
+    for (std::size_t i = 0; i < r.schemes.size(); ++i)
+        if (r.schemes[i].name == name)
+            return static_cast<int>(i);
+    return -1;
+}
+
+double percentile99(std::vector<float> v)
+{
+    if (v.empty())
+        return kNan;
+    std::sort(v.begin(), v.end());
+    const double h = (static_cast<double>(v.size()) - 1.0) * 0.99;
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (h - static_cast<double>(lo)) * (static_cast<double>(v[hi]) - v[lo]);
+}
+
+} // namespace
+
+std::vector<ModelCell> modelCells(const ResultSet& results)
+{
+    std::vector<ModelCell> cells;
+    if (results.spec.regime != "model")
+        return cells;
+    for (int p = 0; p < results.spec.pointCount(); ++p) {
+        const ExperimentSpec ps = results.spec.pointSpec(p);
+        cells.push_back({static_cast<int>(paramNumber(ps.regimeParams, "layer")),
+                         static_cast<int>(paramNumber(ps.regimeParams, "head"))});
+    }
+    return cells;
+}
+
+std::vector<MapValue> modelMap(const ResultSet& results)
+{
+    std::vector<MapValue> out;
+    const std::vector<ModelCell> cells = modelCells(results);
+    if (cells.empty())
+        return out;
+    const TrialCells grouped(results);
+    for (const TrialCells::Cell& cell : grouped.nonEmpty()) {
+        const ModelCell& where = cells[static_cast<std::size_t>(cell.at.point)];
+        const auto& trials = *cell.trials;
+        Mean kl, recall, relT, scoreVar, scorePred, entropy;
+        std::vector<float> allKl;
+        double shifts = 0.0, queries = 0.0;
+        for (const TrialResult* t : trials) {
+            for (float x : t->kl) {
+                kl.add(x);
+                allKl.push_back(x);
+            }
+            for (float x : t->recall)
+                recall.add(x);
+            for (float x : t->relMseT)
+                relT.add(x);
+            for (auto s : t->argmaxShift)
+                shifts += s;
+            queries += static_cast<double>(t->argmaxShift.size());
+            scoreVar.add(t->scoreErrorVar);
+            scorePred.add(t->scoreErrorVarPredicted);
+            entropy.add(t->meanEntropy);
+        }
+        auto push = [&](const char* metric, double value, std::pair<double, double> ci) {
+            out.push_back(MapValue{where.layer, where.head, cell.at.schemeIndex, trials.front()->key.budget, metric,
+                                   value, ci.first, ci.second});
+        };
+        push("kl_mean", kl.mean(), kl.interval());
+        push("kl_p99", percentile99(allKl), {kNan, kNan});
+        push("recall", recall.mean(), recall.interval());
+        push("argmax_shift", queries > 0 ? shifts / queries : kNan, wilson(shifts, queries));
+        push("rel_mse_t", relT.mean(), relT.interval());
+        push("score_err_var", scoreVar.mean(), {kNan, kNan});
+        push("score_err_var_pred", scorePred.mean(), {kNan, kNan});
+        push("entropy", entropy.mean(), {kNan, kNan});
+    }
+    return out;
+}
+
+std::string modelMapCsv(const ResultSet& results, const std::vector<MapValue>& map)
+{
+    CsvWriter csv({"layer", "head", "scheme", "budget", "metric", "value", "ci_low", "ci_high"});
+    for (const MapValue& v : map) {
+        csv.add(v.layer).add(v.head).add(results.schemes[static_cast<std::size_t>(v.scheme)].name).add(v.budget)
+            .add(v.metric).add(v.value).add(v.ciLow).add(v.ciHigh);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+std::vector<SensitivityRow> kvSensitivity(const ResultSet& results)
+{
+    std::vector<SensitivityRow> rows;
+    const std::vector<ModelCell> cells = modelCells(results);
+    const int kOnly = schemeIndex(results, "K-only"), vOnly = schemeIndex(results, "V-only");
+    if (cells.empty() || kOnly < 0 || vOnly < 0)
+        return rows;
+    std::map<std::pair<int, int>, std::array<Mean, 3>> acc; // (layer, budget) -> K rel_mse_t, V rel_mse_t, K kl
+    for (const TrialResult& t : results.trials) {
+        if (t.key.scheme != kOnly && t.key.scheme != vOnly)
+            continue;
+        auto& a = acc[{cells[static_cast<std::size_t>(t.key.point)].layer, t.key.budget}];
+        for (float x : t.relMseT)
+            a[t.key.scheme == kOnly ? 0 : 1].add(x);
+        if (t.key.scheme == kOnly)
+            for (float x : t.kl)
+                a[2].add(x);
+    }
+    for (const auto& [key, a] : acc)
+        rows.push_back(SensitivityRow{key.first, key.second, a[0].mean(), a[1].mean(), a[2].mean()});
+    return rows;
+}
+
+std::string kvSensitivityCsv(const std::vector<SensitivityRow>& rows)
+{
+    CsvWriter csv({"layer", "budget", "k_only_rel_mse_t", "v_only_rel_mse_t", "k_over_v", "k_only_kl_mean",
+                   "v_only_kl_mean"});
+    for (const SensitivityRow& r : rows) {
+        csv.add(r.layer).add(r.budget).add(r.kOnlyRelMseT).add(r.vOnlyRelMseT).add(r.kOverV()).add(r.kOnlyKl).add(0.0);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+BitAllocation evaluateAllocation(const std::vector<LayerCurves>& layers, const std::vector<int>& kChoice,
+                              const std::vector<int>& vChoice)
+{
+    BitAllocation a;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        const LayerCurves& c = layers[l];
+        const auto k = static_cast<std::size_t>(kChoice[l]), v = static_cast<std::size_t>(vChoice[l]);
+        a.layers.push_back(c.layer);
+        a.kBits.push_back(c.kBits[k]);
+        a.vBits.push_back(c.vBits[v]);
+        a.bits += 0.5 * (c.kCost[k] + c.vCost[v]);
+        a.loss += c.kLoss[k] + c.vLoss[v];
+    }
+    if (!layers.empty())
+        a.bits /= static_cast<double>(layers.size());
+    return a;
+}
+
+namespace {
+
+/// The lower-left Pareto points of (bits, loss), ascending in bits, strictly descending in loss.
+template <class Point>
+std::vector<Point> lowerFront(std::vector<Point> points)
+{
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+        return a.bits < b.bits || (a.bits == b.bits && a.loss < b.loss);
+    });
+    std::vector<Point> front;
+    for (const Point& p : points)
+        if (front.empty() || p.loss < front.back().loss - 1e-15 * std::abs(front.back().loss))
+            front.push_back(p);
+    return front;
+}
+
+} // namespace
+
+std::vector<BitAllocation> paretoFront(const std::vector<LayerCurves>& layers, long long exactLimit)
+{
+    if (layers.empty())
+        return {};
+    const std::size_t L = layers.size();
+    // Items: (layer, path); each chooses one width. Cost and loss add over items.
+    long long combinations = 1;
+    for (const LayerCurves& c : layers) {
+        combinations *= static_cast<long long>(c.kBits.size() * c.vBits.size());
+        if (combinations > exactLimit)
+            break;
+    }
+    if (combinations <= exactLimit) {
+        struct Point {
+            double bits, loss;
+            long long index;
+        };
+        std::vector<Point> points;
+        points.reserve(static_cast<std::size_t>(combinations));
+        std::vector<int> k(L, 0), v(L, 0);
+        for (long long index = 0; index < combinations; ++index) {
+            long long rest = index;
+            for (std::size_t l = 0; l < L; ++l) {
+                const auto nk = static_cast<long long>(layers[l].kBits.size());
+                const auto nv = static_cast<long long>(layers[l].vBits.size());
+                k[l] = static_cast<int>(rest % nk);
+                rest /= nk;
+                v[l] = static_cast<int>(rest % nv);
+                rest /= nv;
+            }
+            const BitAllocation a = evaluateAllocation(layers, k, v);
+            points.push_back({a.bits, a.loss, index});
+        }
+        std::vector<BitAllocation> front;
+        for (const Point& p : lowerFront(points)) {
+            long long rest = p.index;
+            for (std::size_t l = 0; l < L; ++l) {
+                const auto nk = static_cast<long long>(layers[l].kBits.size());
+                const auto nv = static_cast<long long>(layers[l].vBits.size());
+                k[l] = static_cast<int>(rest % nk);
+                rest /= nk;
+                v[l] = static_cast<int>(rest % nv);
+                rest /= nv;
+            }
+            front.push_back(evaluateAllocation(layers, k, v));
+        }
+        return front;
+    }
+    // Lagrangian: each item's lower convex hull, then its segments in order of loss saved per bit.
+    struct Segment {
+        double slope; // loss change per bit (negative)
+        std::size_t item;
+        int to;
+    };
+    std::vector<int> choice(2 * L, 0);
+    std::vector<Segment> segments;
+    for (std::size_t item = 0; item < 2 * L; ++item) {
+        const LayerCurves& c = layers[item / 2];
+        const bool isK = item % 2 == 0;
+        const auto& cost = isK ? c.kCost : c.vCost;
+        const auto& loss = isK ? c.kLoss : c.vLoss;
+        std::vector<int> order(cost.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](int a, int b) {
+            return cost[static_cast<std::size_t>(a)] < cost[static_cast<std::size_t>(b)]
+                   || (cost[static_cast<std::size_t>(a)] == cost[static_cast<std::size_t>(b)]
+                       && loss[static_cast<std::size_t>(a)] < loss[static_cast<std::size_t>(b)]);
+        });
+        std::vector<int> hull;
+        for (int o : order) {
+            const auto at = [&](int i) { return std::pair{cost[static_cast<std::size_t>(i)], loss[static_cast<std::size_t>(i)]}; };
+            if (!hull.empty() && at(o).second >= at(hull.back()).second)
+                continue; // costs more, saves nothing
+            while (hull.size() >= 2) {
+                const auto [x1, y1] = at(hull[hull.size() - 2]);
+                const auto [x2, y2] = at(hull.back());
+                const auto [x3, y3] = at(o);
+                if ((y2 - y1) * (x3 - x1) >= (y3 - y1) * (x2 - x1))
+                    hull.pop_back(); // not convex: the middle point lies above the chord
+                else
+                    break;
+            }
+            hull.push_back(o);
+        }
+        choice[item] = hull.front();
+        for (std::size_t h = 1; h < hull.size(); ++h) {
+            const double dc = cost[static_cast<std::size_t>(hull[h])] - cost[static_cast<std::size_t>(hull[h - 1])];
+            const double dl = loss[static_cast<std::size_t>(hull[h])] - loss[static_cast<std::size_t>(hull[h - 1])];
+            segments.push_back({dl / dc, item, hull[h]});
+        }
+    }
+    std::stable_sort(segments.begin(), segments.end(), [](const Segment& a, const Segment& b) { return a.slope < b.slope; });
+    auto current = [&] {
+        std::vector<int> k(L), v(L);
+        for (std::size_t l = 0; l < L; ++l) {
+            k[l] = choice[2 * l];
+            v[l] = choice[2 * l + 1];
+        }
+        return evaluateAllocation(layers, k, v);
+    };
+    std::vector<BitAllocation> front{current()};
+    for (const Segment& s : segments) {
+        choice[s.item] = s.to;
+        front.push_back(current());
+    }
+    return lowerFront(front);
+}
+
+std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, double budget, long long exactLimit)
+{
+    std::optional<BitAllocation> best;
+    for (const BitAllocation& a : paretoFront(layers, exactLimit))
+        if (a.bits <= budget + 1e-9 && (!best || a.loss < best->loss))
+            best = a;
+    return best;
+}
+
+std::vector<LayerCurves> layerCurves(const ResultSet& results)
+{
+    std::vector<LayerCurves> out;
+    const std::vector<ModelCell> cells = modelCells(results);
+    const int kOnly = schemeIndex(results, "K-only"), vOnly = schemeIndex(results, "V-only");
+    if (cells.empty() || kOnly < 0 || vOnly < 0)
+        return out;
+    // (layer, budget) -> loss and cost of K-only and V-only.
+    std::map<int, std::map<int, std::array<Mean, 4>>> acc;
+    for (const TrialResult& t : results.trials) {
+        if (t.key.scheme != kOnly && t.key.scheme != vOnly)
+            continue;
+        auto& a = acc[cells[static_cast<std::size_t>(t.key.point)].layer][t.key.budget];
+        const bool k = t.key.scheme == kOnly;
+        for (float x : t.relMseT)
+            a[k ? 0 : 2].add(x);
+        a[k ? 1 : 3].add(k ? t.bits.key : t.bits.value);
+    }
+    for (const auto& [layer, budgets] : acc) {
+        LayerCurves c;
+        c.layer = layer;
+        for (const auto& [budget, a] : budgets) {
+            if (a[0].n > 0) {
+                c.kBits.push_back(budget);
+                c.kLoss.push_back(a[0].mean());
+                c.kCost.push_back(a[1].mean());
+            }
+            if (a[2].n > 0) {
+                c.vBits.push_back(budget);
+                c.vLoss.push_back(a[2].mean());
+                c.vCost.push_back(a[3].mean());
+            }
+        }
+        if (!c.kBits.empty() && !c.vBits.empty())
+            out.push_back(std::move(c));
+    }
+    return out;
+}
+
+std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,
+                          double targetBits)
+{
+    std::string text = "K-vs-V sensitivity (output relative error, K-only / V-only, over each layer's heads):\n";
+    bool kWorseEverywhere = true;
+    char line[256];
+    for (const SensitivityRow& r : sensitivity) {
+        std::snprintf(line, sizeof line, "  layer %2d  n = %d  K-only %.4g  V-only %.4g  K/V %.2f  (K-only KL %.4g)\n",
+                      r.layer, r.budget, r.kOnlyRelMseT, r.vOnlyRelMseT, r.kOverV(), r.kOnlyKl);
+        text += line;
+        kWorseEverywhere = kWorseEverywhere && r.kOnlyRelMseT > r.vOnlyRelMseT;
+    }
+    text += kWorseEverywhere ? "K damage exceeds V damage in every layer and budget\n"
+                             : "K damage does not exceed V damage everywhere (see the rows with K/V < 1)\n";
+    const auto advice = allocate(curves, targetBits);
+    if (!advice) {
+        text += "advisor: no allocation fits " + std::to_string(targetBits) + " bits per coordinate\n";
+        return text;
+    }
+    std::snprintf(line, sizeof line, "advisor at %.3g bits/coordinate: predicted loss %.4g at %.4g bits:", targetBits,
+                  advice->loss, advice->bits);
+    text += line;
+    for (std::size_t l = 0; l < advice->kBits.size(); ++l)
+        text += " L" + std::to_string(advice->layers[l]) + " K" + std::to_string(advice->kBits[l]) + "/V"
+                + std::to_string(advice->vBits[l]);
+    text += "\n";
+    // The best uniform split (the same K and V widths in every layer) within the same budget.
+    std::optional<BitAllocation> uniform;
+    if (!curves.empty())
+        for (std::size_t k = 0; k < curves.front().kBits.size(); ++k)
+            for (std::size_t v = 0; v < curves.front().vBits.size(); ++v) {
+                std::vector<int> kc, vc;
+                bool ok = true;
+                for (const LayerCurves& c : curves) {
+                    const auto ki = std::find(c.kBits.begin(), c.kBits.end(), curves.front().kBits[k]);
+                    const auto vi = std::find(c.vBits.begin(), c.vBits.end(), curves.front().vBits[v]);
+                    ok = ok && ki != c.kBits.end() && vi != c.vBits.end();
+                    if (!ok)
+                        break;
+                    kc.push_back(static_cast<int>(ki - c.kBits.begin()));
+                    vc.push_back(static_cast<int>(vi - c.vBits.begin()));
+                }
+                if (!ok)
+                    continue;
+                const BitAllocation a = evaluateAllocation(curves, kc, vc);
+                if (a.bits <= targetBits + 1e-9 && (!uniform || a.loss < uniform->loss))
+                    uniform = a;
+            }
+    if (uniform) {
+        std::snprintf(line, sizeof line,
+                      "best uniform split within the budget: K%d/V%d in every layer, predicted loss %.4g at %.4g bits "
+                      "(the advice %s by %.1f%%)\n",
+                      uniform->kBits.front(), uniform->vBits.front(), uniform->loss, uniform->bits,
+                      advice->loss < uniform->loss ? "is lower" : "is not lower",
+                      uniform->loss > 0 ? 100.0 * (uniform->loss - advice->loss) / uniform->loss : 0.0);
+        text += line;
+    }
+    text += "(predicted from the K-only and V-only curves, assuming their damage adds; not yet rerun as its own "
+            "experiment)\n";
+    return text;
+}
+
+std::string paretoCsv(const std::vector<BitAllocation>& front)
+{
+    CsvWriter csv({"bits", "predicted_loss", "k_bits", "v_bits"});
+    for (const BitAllocation& a : front) {
+        std::string k, v;
+        for (std::size_t l = 0; l < a.kBits.size(); ++l) {
+            k += (l ? " " : "") + std::to_string(a.kBits[l]);
+            v += (l ? " " : "") + std::to_string(a.vBits[l]);
+        }
+        csv.add(a.bits).add(a.loss).add(k).add(v);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+std::string allocationJson(const BitAllocation& a, double targetBits, std::uint64_t specHash)
+{
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(specHash));
+    nlohmann::json layers = nlohmann::json::array();
+    for (std::size_t l = 0; l < a.kBits.size(); ++l)
+        layers.push_back({{"layer", a.layers[l]}, {"k_bits", a.kBits[l]}, {"v_bits", a.vBits[l]},
+                          {"scheme", "TQ (WHT + Lloyd-Max), as K-only / V-only"}});
+    const nlohmann::json j = {{"format", "kvlens-allocation"}, {"spec_hash", hash}, {"target_bits", targetBits},
+                              {"bits", a.bits}, {"predicted_loss", a.loss}, {"loss", "rel_mse_t"},
+                              {"layers", layers}};
+    return j.dump(2) + "\n";
+}
+
+} // namespace kvlens

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The model lens: a model run's damage per (layer, head) cell, the K-vs-V sensitivity per layer,
+// and the bit-allocation advisor (the exact or Lagrangian choice of per-layer K and V widths).
+#pragma once
+
+#include "core/model/result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvlens {
+
+/// The (layer, head) of every grid point of a run over a model dump (regime "model"); empty for
+/// any other run.
+struct ModelCell {
+    int layer = 0;
+    int head = 0;
+};
+std::vector<ModelCell> modelCells(const ResultSet& results);
+
+/// One value of the map, in long format.
+struct MapValue {
+    int layer = 0, head = 0;
+    int scheme = 0, budget = 0;
+    std::string metric;
+    double value = 0.0;
+    double ciLow = 0.0, ciHigh = 0.0; ///< 95% interval where one applies (NaN otherwise)
+};
+/// Per cell, scheme and budget: kl_mean (with a t-interval over its queries and seeds), kl_p99,
+/// recall (mean top-k recall, Wald interval), argmax_shift (rate, Wilson interval), rel_mse_t
+/// (mean output relative error, t-interval), score_err_var, score_err_var_pred, entropy.
+std::vector<MapValue> modelMap(const ResultSet& results);
+/// layer,head,scheme,budget,metric,value,ci_low,ci_high (one row per MapValue), then a comment-free
+/// file: the positions used are in spec.json and the regime note.
+std::string modelMapCsv(const ResultSet& results, const std::vector<MapValue>& map);
+
+/// The K-vs-V asymmetry per layer: output error with only K quantized (scheme "K-only") against
+/// only V quantized ("V-only"), per budget, over the layer's heads, queries and seeds. KL(p||p^) is
+/// reported too, but it cannot see V (a value error never moves the weights: V-only's KL is 0).
+struct SensitivityRow {
+    int layer = 0, budget = 0;
+    double kOnlyRelMseT = 0.0, vOnlyRelMseT = 0.0; ///< mean output relative error
+    double kOnlyKl = 0.0;                          ///< mean KL with only K quantized
+    double kOverV() const { return vOnlyRelMseT > 0.0 ? kOnlyRelMseT / vOnlyRelMseT : 0.0; }
+};
+/// Empty when the run lacks K-only or V-only.
+std::vector<SensitivityRow> kvSensitivity(const ResultSet& results);
+std::string kvSensitivityCsv(const std::vector<SensitivityRow>& rows);
+
+/// What the advisor chooses from, per layer: for each K width, the expected loss of quantizing K
+/// alone and its bits per coordinate; the same for V.
+struct LayerCurves {
+    int layer = 0;
+    std::vector<int> kBits, vBits;               ///< the widths on offer (budgets run)
+    std::vector<double> kLoss, vLoss;            ///< expected loss at each width (same order)
+    std::vector<double> kCost, vCost;            ///< storage in bits per coordinate (overheads included)
+};
+/// A choice of (k, v) per layer: its average bits per coordinate over the whole cache (K and V,
+/// every layer weighted alike) and its predicted loss (the sum over layers of K's and V's losses).
+struct BitAllocation {
+    std::vector<int> layers;       ///< the layer of each entry
+    std::vector<int> kBits, vBits; ///< per layer
+    double bits = 0.0;
+    double loss = 0.0;
+};
+/// BitAllocation cost and loss of a choice (indices into each layer's options).
+BitAllocation evaluateAllocation(const std::vector<LayerCurves>& layers, const std::vector<int>& kChoice,
+                              const std::vector<int>& vChoice);
+/// The Pareto front of (average bits, predicted loss) over every per-layer choice, ascending in
+/// bits: exact (every combination) while there are at most `exactLimit` of them; otherwise the
+/// lower convex hull by Lagrangian relaxation (each layer and path minimizes loss + lambda cost on
+/// its own, for every breakpoint lambda), which is exact at its vertices.
+std::vector<BitAllocation> paretoFront(const std::vector<LayerCurves>& layers, long long exactLimit = 2000000);
+/// The least-loss allocation of the front within `budget` bits per coordinate, if any fits.
+std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, double budget,
+                                   long long exactLimit = 2000000);
+/// The curves of a model run: loss = mean output relative error (rel_mse_t) of K-only at k and of
+/// V-only at v, over the layer's heads, queries and seeds; cost = their measured bits.
+std::vector<LayerCurves> layerCurves(const ResultSet& results);
+
+/// The terminal summary: per layer and budget the K-only / V-only output-error ratio, whether K
+/// damage exceeds V damage in every layer, and the advice at `targetBits` against uniform widths.
+std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,
+                          double targetBits);
+
+std::string paretoCsv(const std::vector<BitAllocation>& front);
+/// {"format": "kvlens-allocation", "spec_hash", "target_bits", "bits", "predicted_loss", "loss":
+///  "rel_mse_t", "layers": [{"layer", "k_bits", "v_bits", "scheme": "TQ"}...]}.
+std::string allocationJson(const BitAllocation& allocation, double targetBits, std::uint64_t specHash);
+
+} // namespace kvlens
