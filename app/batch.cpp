@@ -25,6 +25,9 @@
 #include <QWidget>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <cstdio>
 #include <optional>
 #include <ostream>
@@ -217,6 +220,91 @@ int finishRun(io::StagedDirectory& staged, int written, const std::string& repor
     return 0;
 }
 
+namespace {
+
+/// TurboQuant's scalar path (WHT + Lloyd-Max) at a fixed width.
+PathConfig fixedWidth(int bits)
+{
+    PathConfig p;
+    p.rotation = Rotation::Wht;
+    p.quantizer = QuantizerKind::LloydBeta;
+    p.bits = BitsRule{false, bits};
+    return p;
+}
+
+/// Runs the advice as its own experiment beside uniform allocations, on the run's cells (CPU):
+/// one scheme per distinct (k, v) of the advice, each layer scored on its own pair; the best
+/// uniform split; TQ-KV and KQV at the integer budget. Empty (with `note`) when it cannot run.
+std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const BitAllocation& advice,
+                                             const std::optional<BitAllocation>& uniform, int budget,
+                                             std::string& note)
+{
+    ExperimentSpec spec = results.spec;
+    spec.name = results.spec.name + " (allocation check)";
+    spec.backend = BackendKind::Cpu;
+    spec.fallback.clear();
+    spec.budgets = {budget};
+    spec.schemes.clear();
+    std::map<std::pair<int, int>, int> pairScheme;
+    std::map<int, int> layerScheme;
+    auto custom = [&](int k, int v, const std::string& name) {
+        SchemeConfig c{name, "K at " + std::to_string(k) + " bits, V at " + std::to_string(v) + " (WHT + Lloyd-Max)",
+                       fixedWidth(k), fixedWidth(v), false};
+        spec.schemes.push_back(c);
+        return static_cast<int>(spec.schemes.size()) - 1;
+    };
+    for (std::size_t l = 0; l < advice.layers.size(); ++l) {
+        const std::pair<int, int> kv{advice.kBits[l], advice.vBits[l]};
+        if (!pairScheme.count(kv))
+            pairScheme[kv] = custom(kv.first, kv.second, "K" + std::to_string(kv.first) + "/V" + std::to_string(kv.second));
+        layerScheme[advice.layers[l]] = pairScheme[kv];
+    }
+    int uniformScheme = -1;
+    if (uniform)
+        uniformScheme = custom(uniform->kBits.front(), uniform->vBits.front(),
+                               "uniform K" + std::to_string(uniform->kBits.front()) + "/V"
+                                   + std::to_string(uniform->vBits.front()));
+    const int plain = static_cast<int>(spec.schemes.size());
+    spec.schemes.push_back(*findScheme("TQ-KV"));
+    spec.schemes.push_back(*findScheme("KQV"));
+    auto normalized = normalizeSpec(spec);
+    if (!normalized) {
+        note = normalized.error().text();
+        return {};
+    }
+    CpuBackend cpu;
+    auto run = runExperiment(*normalized, cpu);
+    if (!run) {
+        note = run.error().text();
+        return {};
+    }
+    const std::vector<ModelCell> cells = modelCells(*run);
+    auto only = [&](auto keep) {
+        ResultSet r = *run;
+        r.trials.clear();
+        for (const TrialResult& t : run->trials)
+            if (keep(t))
+                r.trials.push_back(t);
+        return r;
+    };
+    std::vector<AllocationCheck> checks;
+    checks.push_back(measuredLoss(only([&](const TrialResult& t) {
+                                      const auto it = layerScheme.find(cells[static_cast<std::size_t>(t.key.point)].layer);
+                                      return it != layerScheme.end() && t.key.scheme == it->second;
+                                  }),
+                                  "advice", advice.loss));
+    if (uniformScheme >= 0)
+        checks.push_back(measuredLoss(only([&](const TrialResult& t) { return t.key.scheme == uniformScheme; }),
+                                      spec.schemes[static_cast<std::size_t>(uniformScheme)].name, uniform->loss));
+    for (int s = plain; s < plain + 2; ++s)
+        checks.push_back(measuredLoss(only([&](const TrialResult& t) { return t.key.scheme == s; }),
+                                      spec.schemes[static_cast<std::size_t>(s)].name + " n = " + std::to_string(budget),
+                                      std::numeric_limits<double>::quiet_NaN()));
+    return checks;
+}
+
+} // namespace
+
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
                   std::ostream& err, const std::string& shownDir)
 {
@@ -259,9 +347,19 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
             const auto front = paretoFront(curves);
             extra.emplace_back("pareto.csv", paretoCsv(front));
             constexpr double kTargetBits = 3.0;
-            if (const auto advice = allocate(curves, kTargetBits))
-                extra.emplace_back("allocation.json", allocationJson(*advice, kTargetBits, manifest.specHash));
             modelText = modelLensText(sensitivity, curves, kTargetBits);
+            if (const auto advice = allocate(curves, kTargetBits)) {
+                extra.emplace_back("allocation.json", allocationJson(*advice, kTargetBits, manifest.specHash));
+                std::string note;
+                const auto checks = checkAllocation(results, *advice, bestUniformSplit(curves, kTargetBits),
+                                                    static_cast<int>(std::lround(kTargetBits)), note);
+                if (!checks.empty()) {
+                    extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
+                    modelText += allocationChecksText(checks);
+                } else {
+                    modelText += "the advice was not rerun: " + note + "\n";
+                }
+            }
         }
         for (const auto& [name, contents] : extra) {
             if (auto written = writeFileAtomic(dir + name, contents); !written) {
@@ -279,6 +377,10 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
     data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(proxies);
     data.results = std::make_shared<const ResultSet>(results);
+    if (results.spec.regime == "model") {
+        data.modelMap = std::make_shared<const std::vector<MapValue>>(modelMap(results));
+        data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(results));
+    }
     QWidget host;
     const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
     int figureFiles = 0;
@@ -286,6 +388,9 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         // The teaching tab draws its own one-query example, not this run's data: the window exports it.
         if (view->viewId() == QLatin1String("teaching"))
             continue;
+        if (view->viewId() == QLatin1String("model_map") && results.spec.regime != "model")
+            continue; // a model run's view
+
         view->resize(900, 650);
         view->setData(data);
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},

@@ -3,6 +3,7 @@
 #include "app/main_window.h"
 
 #include "app/experiment_worker.h"
+#include "widgets/model_map_view.h"
 #include "core/model/spec_json.h"
 #include "widgets/control_panel.h"
 #include "widgets/export_dialog.h"
@@ -76,6 +77,9 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
         });
     }
     setCentralWidget(m_tabs);
+    for (widgets::ResultView* v : m_views)
+        if (auto* map = qobject_cast<widgets::ModelMapView*>(v))
+            connect(map, &widgets::ModelMapView::cellActivated, this, &MainWindow::studyModelCell);
 
     m_status = new QLabel(this);
     m_message = new QLabel(this);
@@ -200,6 +204,22 @@ void MainWindow::buildPresetsMenu(QMenu* menu)
         connect(a, &QAction::triggered, this, [this, loaded] { loadSpec(loaded); });
     }
     menu->setToolTipsVisible(true);
+}
+
+void MainWindow::studyModelCell(int layer, int head)
+{
+    ExperimentSpec spec = m_data.results ? m_data.results->spec : m_controls->spec();
+    if (spec.regime != "model")
+        return;
+    // The cell becomes the experiment: the layer and head axes go, every view shows that head.
+    std::erase_if(spec.sweep, [](const SweepAxis& a) {
+        return a.parameter == SweepParameter::Regime && (a.regimeKey == "layer" || a.regimeKey == "head");
+    });
+    spec.regimeParams["layer"] = static_cast<double>(layer);
+    spec.regimeParams["head"] = static_cast<double>(head);
+    spec.fallback.clear();
+    setMessage(QStringLiteral("studying layer %1, head %2 (the map keeps the whole model)").arg(layer).arg(head), false);
+    loadSpec(spec);
 }
 
 void MainWindow::loadSpec(const ExperimentSpec& spec, bool run)

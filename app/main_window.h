@@ -49,6 +49,9 @@ public:
     /// The status line's text (backend, trials, cache use).
     QString statusText() const;
 
+    /// Makes one (layer, head) cell of the current model run the experiment (a click on the
+    /// Model map): every view then shows that head; the map keeps the whole model.
+    void studyModelCell(int layer, int head);
     /// Loads a spec into the controls and runs it (preset, file, command line).
     void loadSpec(const ExperimentSpec& spec, bool run = true);
     /// Grabs the window into `path` once the next run has finished, then closes it.

@@ -11,4 +11,6 @@ for view in shannon_phi scatter_6d kl_distribution routing_recall comparisons th
   build/app/kvlens --view "$view" --screenshot "docs/screenshot_${view}.png"
 done
 cp docs/screenshot_shannon_phi.png docs/screenshot.png
+# The Model map on the shipped tiny model (every layer and head).
+build/app/kvlens --spec resources/examples/tiny_lm_map.json --view model_map --screenshot docs/screenshot_model_map.png
 echo "wrote docs/screenshot*.png"

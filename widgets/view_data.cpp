@@ -11,6 +11,10 @@ ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withCompari
     if (!results)
         return data;
     data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
+    if (results->spec.regime == "model") {
+        data.modelMap = std::make_shared<const std::vector<MapValue>>(kvlens::modelMap(*results));
+        data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(*results));
+    }
     if (withComparisons) {
         data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(stats::compareSchemes(*results));
         data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(stats::proxyStudy(*results));

@@ -6,6 +6,7 @@
 #include "core/analysis/figures.h"
 #include "core/analysis/comparison.h"
 #include "core/analysis/proxies.h"
+#include "core/analysis/model_lens.h"
 
 #include <QMetaType>
 
@@ -21,6 +22,8 @@ struct ViewData {
     std::shared_ptr<const FigureData> figures;
     std::shared_ptr<const std::vector<stats::ComparisonRow>> comparisons;
     std::shared_ptr<const std::vector<stats::ProxyRow>> proxies; ///< with the comparisons
+    std::shared_ptr<const std::vector<MapValue>> modelMap;      ///< a model run's cells (empty otherwise)
+    std::shared_ptr<const std::vector<SensitivityRow>> sensitivity; ///< with K-only and V-only
     bool partial = false;
 
     bool empty() const { return !results || results->trials.empty(); }

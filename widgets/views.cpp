@@ -7,6 +7,7 @@
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
 #include "widgets/shannon_phi_view.h"
+#include "widgets/model_map_view.h"
 #include "widgets/sweep_view.h"
 #include "widgets/teaching_view.h"
 #include "widgets/theory_view.h"
@@ -17,7 +18,7 @@ std::vector<ResultView*> createViews(QWidget* parent)
 {
     return {new ShannonPhiView(parent),     new ScatterMatrixView(parent), new KlDistributionView(parent),
             new RecallView(parent),         new ComparisonView(parent),    new TheoryView(parent),
-            new SweepView(parent),          new TeachingView(parent)};
+            new SweepView(parent),          new ModelMapView(parent),      new TeachingView(parent)};
 }
 
 } // namespace kvlens::widgets

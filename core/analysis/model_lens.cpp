@@ -148,26 +148,45 @@ std::string modelMapCsv(const ResultSet& results, const std::vector<MapValue>& m
     return csv.text();
 }
 
-std::vector<SensitivityRow> kvSensitivity(const ResultSet& results)
+namespace {
+
+/// K-only and V-only trials of a model run per (layer, budget): output error of each, K-only's
+/// KL, and the bits each stored. Empty when the run lacks either scheme.
+struct SplitDamage {
+    Mean kRelT, vRelT, kKl, kBits, vBits;
+};
+std::map<std::pair<int, int>, SplitDamage> splitDamage(const ResultSet& results)
 {
-    std::vector<SensitivityRow> rows;
+    std::map<std::pair<int, int>, SplitDamage> acc;
     const std::vector<ModelCell> cells = modelCells(results);
     const int kOnly = schemeIndex(results, "K-only"), vOnly = schemeIndex(results, "V-only");
     if (cells.empty() || kOnly < 0 || vOnly < 0)
-        return rows;
-    std::map<std::pair<int, int>, std::array<Mean, 3>> acc; // (layer, budget) -> K rel_mse_t, V rel_mse_t, K kl
+        return acc;
     for (const TrialResult& t : results.trials) {
         if (t.key.scheme != kOnly && t.key.scheme != vOnly)
             continue;
-        auto& a = acc[{cells[static_cast<std::size_t>(t.key.point)].layer, t.key.budget}];
+        SplitDamage& a = acc[{cells[static_cast<std::size_t>(t.key.point)].layer, t.key.budget}];
+        const bool k = t.key.scheme == kOnly;
         for (float x : t.relMseT)
-            a[t.key.scheme == kOnly ? 0 : 1].add(x);
-        if (t.key.scheme == kOnly)
+            (k ? a.kRelT : a.vRelT).add(x);
+        if (k) {
             for (float x : t.kl)
-                a[2].add(x);
+                a.kKl.add(x);
+            a.kBits.add(t.bits.key);
+        } else {
+            a.vBits.add(t.bits.value);
+        }
     }
-    for (const auto& [key, a] : acc)
-        rows.push_back(SensitivityRow{key.first, key.second, a[0].mean(), a[1].mean(), a[2].mean()});
+    return acc;
+}
+
+} // namespace
+
+std::vector<SensitivityRow> kvSensitivity(const ResultSet& results)
+{
+    std::vector<SensitivityRow> rows;
+    for (const auto& [key, a] : splitDamage(results))
+        rows.push_back(SensitivityRow{key.first, key.second, a.kRelT.mean(), a.vRelT.mean(), a.kKl.mean()});
     return rows;
 }
 
@@ -338,40 +357,115 @@ std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, do
 std::vector<LayerCurves> layerCurves(const ResultSet& results)
 {
     std::vector<LayerCurves> out;
-    const std::vector<ModelCell> cells = modelCells(results);
-    const int kOnly = schemeIndex(results, "K-only"), vOnly = schemeIndex(results, "V-only");
-    if (cells.empty() || kOnly < 0 || vOnly < 0)
-        return out;
-    // (layer, budget) -> loss and cost of K-only and V-only.
-    std::map<int, std::map<int, std::array<Mean, 4>>> acc;
-    for (const TrialResult& t : results.trials) {
-        if (t.key.scheme != kOnly && t.key.scheme != vOnly)
-            continue;
-        auto& a = acc[cells[static_cast<std::size_t>(t.key.point)].layer][t.key.budget];
-        const bool k = t.key.scheme == kOnly;
-        for (float x : t.relMseT)
-            a[k ? 0 : 2].add(x);
-        a[k ? 1 : 3].add(k ? t.bits.key : t.bits.value);
-    }
-    for (const auto& [layer, budgets] : acc) {
-        LayerCurves c;
-        c.layer = layer;
-        for (const auto& [budget, a] : budgets) {
-            if (a[0].n > 0) {
-                c.kBits.push_back(budget);
-                c.kLoss.push_back(a[0].mean());
-                c.kCost.push_back(a[1].mean());
-            }
-            if (a[2].n > 0) {
-                c.vBits.push_back(budget);
-                c.vLoss.push_back(a[2].mean());
-                c.vCost.push_back(a[3].mean());
-            }
+    for (const auto& [key, a] : splitDamage(results)) { // (layer, budget) ascending
+        if (out.empty() || out.back().layer != key.first)
+            out.push_back(LayerCurves{key.first, {}, {}, {}, {}, {}, {}});
+        LayerCurves& c = out.back();
+        if (a.kRelT.n > 0) {
+            c.kBits.push_back(key.second);
+            c.kLoss.push_back(a.kRelT.mean());
+            c.kCost.push_back(a.kBits.mean());
         }
-        if (!c.kBits.empty() && !c.vBits.empty())
-            out.push_back(std::move(c));
+        if (a.vRelT.n > 0) {
+            c.vBits.push_back(key.second);
+            c.vLoss.push_back(a.vRelT.mean());
+            c.vCost.push_back(a.vBits.mean());
+        }
     }
+    std::erase_if(out, [](const LayerCurves& c) { return c.kBits.empty() || c.vBits.empty(); });
     return out;
+}
+
+std::optional<BitAllocation> bestUniformSplit(const std::vector<LayerCurves>& curves, double targetBits)
+{
+    std::optional<BitAllocation> uniform;
+    if (curves.empty())
+        return uniform;
+    for (std::size_t k = 0; k < curves.front().kBits.size(); ++k)
+        for (std::size_t v = 0; v < curves.front().vBits.size(); ++v) {
+            std::vector<int> kc, vc;
+            bool ok = true;
+            for (const LayerCurves& c : curves) {
+                const auto ki = std::find(c.kBits.begin(), c.kBits.end(), curves.front().kBits[k]);
+                const auto vi = std::find(c.vBits.begin(), c.vBits.end(), curves.front().vBits[v]);
+                ok = ok && ki != c.kBits.end() && vi != c.vBits.end();
+                if (!ok)
+                    break;
+                kc.push_back(static_cast<int>(ki - c.kBits.begin()));
+                vc.push_back(static_cast<int>(vi - c.vBits.begin()));
+            }
+            if (!ok)
+                continue;
+            const BitAllocation a = evaluateAllocation(curves, kc, vc);
+            if (a.bits <= targetBits + 1e-9 && (!uniform || a.loss < uniform->loss))
+                uniform = a;
+        }
+    return uniform;
+}
+
+AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, double predicted)
+{
+    const std::vector<ModelCell> cells = modelCells(results);
+    std::map<int, Mean> perLayer;
+    Mean bits;
+    for (const TrialResult& t : results.trials) {
+        Mean& m = perLayer[cells.empty() ? 0 : cells[static_cast<std::size_t>(t.key.point)].layer];
+        for (float x : t.relMseT)
+            m.add(x);
+        bits.add(t.bits.total());
+    }
+    AllocationCheck c;
+    c.name = name;
+    c.predicted = predicted;
+    c.bits = bits.mean();
+    double half2 = 0.0;
+    for (const auto& [layer, m] : perLayer) {
+        c.measured += m.mean();
+        const auto [lo, hi] = m.interval();
+        if (std::isfinite(lo))
+            half2 += 0.25 * (hi - lo) * (hi - lo);
+    }
+    c.low = c.measured - std::sqrt(half2);
+    c.high = c.measured + std::sqrt(half2);
+    return c;
+}
+
+std::string allocationChecksCsv(const std::vector<AllocationCheck>& checks)
+{
+    CsvWriter csv({"allocation", "bits", "predicted_loss", "measured_loss", "ci_low", "ci_high"});
+    for (const AllocationCheck& c : checks) {
+        csv.add(c.name).add(c.bits).add(c.predicted).add(c.measured).add(c.low).add(c.high);
+        csv.endRow();
+    }
+    return csv.text();
+}
+
+std::string allocationChecksText(const std::vector<AllocationCheck>& checks)
+{
+    std::string text = "the advice rerun as its own experiment (summed per-layer output relative error, 95% CI):\n";
+    char line[256];
+    for (const AllocationCheck& c : checks) {
+        std::snprintf(line, sizeof line, "  %-22s %.4g bits  measured %.4g [%.4g, %.4g]%s\n", c.name.c_str(), c.bits,
+                      c.measured, c.low, c.high,
+                      std::isfinite(c.predicted) ? ("  predicted " + std::to_string(c.predicted).substr(0, 8)).c_str()
+                                                 : "");
+        text += line;
+    }
+    if (checks.size() > 1) {
+        const AllocationCheck& advice = checks.front();
+        bool beats = true;
+        for (std::size_t i = 1; i < checks.size(); ++i)
+            if (checks[i].bits <= advice.bits + 1e-9)
+                beats = beats && advice.high < checks[i].low;
+        bool beatsAll = true;
+        for (std::size_t i = 1; i < checks.size(); ++i)
+            beatsAll = beatsAll && advice.high < checks[i].low;
+        text += beatsAll ? "the advice has less damage than every allocation above, beyond the intervals\n"
+                : beats  ? "the advice has less damage than every allocation above of no more bits, beyond the "
+                           "intervals, but not than all of them\n"
+                         : "the advice does NOT beat every uniform allocation of no more bits beyond the intervals\n";
+    }
+    return text;
 }
 
 std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,
@@ -401,27 +495,7 @@ std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const 
                 + std::to_string(advice->vBits[l]);
     text += "\n";
     // The best uniform split (the same K and V widths in every layer) within the same budget.
-    std::optional<BitAllocation> uniform;
-    if (!curves.empty())
-        for (std::size_t k = 0; k < curves.front().kBits.size(); ++k)
-            for (std::size_t v = 0; v < curves.front().vBits.size(); ++v) {
-                std::vector<int> kc, vc;
-                bool ok = true;
-                for (const LayerCurves& c : curves) {
-                    const auto ki = std::find(c.kBits.begin(), c.kBits.end(), curves.front().kBits[k]);
-                    const auto vi = std::find(c.vBits.begin(), c.vBits.end(), curves.front().vBits[v]);
-                    ok = ok && ki != c.kBits.end() && vi != c.vBits.end();
-                    if (!ok)
-                        break;
-                    kc.push_back(static_cast<int>(ki - c.kBits.begin()));
-                    vc.push_back(static_cast<int>(vi - c.vBits.begin()));
-                }
-                if (!ok)
-                    continue;
-                const BitAllocation a = evaluateAllocation(curves, kc, vc);
-                if (a.bits <= targetBits + 1e-9 && (!uniform || a.loss < uniform->loss))
-                    uniform = a;
-            }
+    const std::optional<BitAllocation> uniform = bestUniformSplit(curves, targetBits);
     if (uniform) {
         std::snprintf(line, sizeof line,
                       "best uniform split within the budget: K%d/V%d in every layer, predicted loss %.4g at %.4g bits "
@@ -431,8 +505,7 @@ std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const 
                       uniform->loss > 0 ? 100.0 * (uniform->loss - advice->loss) / uniform->loss : 0.0);
         text += line;
     }
-    text += "(predicted from the K-only and V-only curves, assuming their damage adds; not yet rerun as its own "
-            "experiment)\n";
+    text += "(predicted from the K-only and V-only curves, assuming their damage adds)\n";
     return text;
 }
 

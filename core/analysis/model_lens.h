@@ -80,6 +80,24 @@ std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, do
 /// V-only at v, over the layer's heads, queries and seeds; cost = their measured bits.
 std::vector<LayerCurves> layerCurves(const ResultSet& results);
 
+/// The best allocation that gives every layer the same K width and the same V width, within
+/// `budget` bits per coordinate, if any fits.
+std::optional<BitAllocation> bestUniformSplit(const std::vector<LayerCurves>& layers, double budget);
+
+/// A measured check of an allocation: the loss when it is run as its own experiment.
+struct AllocationCheck {
+    std::string name;            ///< "advice", "uniform K3/V2", "TQ-KV n = 3"
+    double bits = 0.0;           ///< measured average bits per coordinate
+    double predicted = 0.0;      ///< from the single-path curves (NaN for the plain schemes)
+    double measured = 0.0;       ///< sum over layers of the mean rel_mse_t
+    double low = 0.0, high = 0.0; ///< 95% interval of `measured` (per-layer intervals in quadrature)
+};
+/// The summed per-layer mean output error of a run over model cells, with its interval, and
+/// the mean stored bits (for AllocationCheck).
+AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, double predicted);
+std::string allocationChecksCsv(const std::vector<AllocationCheck>& checks);
+std::string allocationChecksText(const std::vector<AllocationCheck>& checks);
+
 /// The terminal summary: per layer and budget the K-only / V-only output-error ratio, whether K
 /// damage exceeds V damage in every layer, and the advice at `targetBits` against uniform widths.
 std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,

@@ -167,6 +167,35 @@ private slots:
         QCOMPARE(s1.readAll(), s2.readAll()); // summary.csv holds no timings
     }
 
+    void theShippedModelsMapIsWrittenWithTheAdvice()
+    {
+        // The tiny trained model, every (layer, head) cell: the map, the sensitivity, the front,
+        // the allocation and the Model map figure.
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("map"));
+        const Run run = runKvlens({QStringLiteral("--batch"),
+                                   QStringLiteral(KVLENS_SOURCE_DIR "/resources/examples/tiny_lm_map.json"),
+                                   QStringLiteral("--out"), out, QStringLiteral("--quiet")});
+        QVERIFY2(run.exitCode == 0, run.err.constData());
+        for (const char* name : {"model_map.csv", "kv_sensitivity.csv", "pareto.csv", "allocation.json",
+                                 "allocation_check.csv", "figures/model_map.pdf", "figures/model_map.csv"})
+            QVERIFY2(QFileInfo::exists(out + QLatin1Char('/') + QLatin1String(name)), name);
+        QFile map(out + QStringLiteral("/model_map.csv"));
+        QVERIFY(map.open(QIODevice::ReadOnly));
+        const QList<QByteArray> rows = map.readAll().trimmed().split('\n');
+        QCOMPARE(rows.size(), 1 + 16 * 5 * 3 * 8); // cells x schemes x budgets x metrics
+        QVERIFY(rows.front() == "layer,head,scheme,budget,metric,value,ci_low,ci_high");
+        QFile allocation(out + QStringLiteral("/allocation.json"));
+        QVERIFY(allocation.open(QIODevice::ReadOnly));
+        const QByteArray json = allocation.readAll();
+        QVERIFY2(json.contains("\"format\": \"kvlens-allocation\"") && json.contains("\"layer\": 3"), json.constData());
+        QVERIFY2(run.out.contains("K-vs-V sensitivity") && run.out.contains("advisor at 3 bits/coordinate"),
+                 run.out.constData());
+        QVERIFY2(run.out.contains("the advice rerun as its own experiment") && run.out.contains("TQ-KV n = 3"),
+                 run.out.constData());
+        QVERIFY2(run.out.contains("model dump: layer 0, query head 0") && run.out.contains("causal"), run.out.constData());
+    }
+
     void openclAbsentFallsBackToTheCpu()
     {
         // OCL_ICD_VENDORS pointing nowhere: the ICD loader finds no platform at all.

@@ -9,6 +9,7 @@
 #include "core/model/spec_json.h"
 #include "gpu/device.h"
 #include "widgets/control_panel.h"
+#include "widgets/model_map_view.h"
 #include "widgets/result_view.h"
 #include "widgets/validation_view.h"
 
@@ -16,6 +17,8 @@
 #include <QTableWidget>
 
 #include <QDir>
+
+#include <cmath>
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -82,11 +85,12 @@ private slots:
         QVERIFY(!window.isRunning());
         QCOMPARE(window.lastData().results->trials.size(), std::size_t{3 * 2 * 2});
         QVERIFY(window.lastData().comparisons);
-        QCOMPARE(window.views().size(), std::size_t{9});
+        QCOMPARE(window.views().size(), std::size_t{10});
         // Expected series per view for 3 schemes x 2 budgets.
         const std::map<QString, int> expected = {{"shannon_phi", 6}, {"scatter_6d", 180}, {"kl_distribution", 12},
                                                  {"routing_recall", 6}, {"theory", 6}, {"sweep", 3},  // sweep: one line per scheme against n
-                                                 {"validation", 0}}; // drawn when a validation runs
+                                                 {"validation", 0},  // drawn when a validation runs
+                                                 {"model_map", 0}};  // a model run's: here a placeholder line
         for (widgets::ResultView* v : window.views()) {
             const auto it = expected.find(v->viewId());
             if (it != expected.end())
@@ -293,6 +297,41 @@ private slots:
                     ++matched;
                 }
         QCOMPARE(matched, before.size());
+    }
+
+    void theModelMapDrawsEveryCellAndAClickStudiesOne()
+    {
+        // The shipped tiny model: 4 layers x 4 heads, every cell a grid point.
+        const std::string dump = std::string(KVLENS_EXAMPLES_DIR) + "/tiny_lm_kv.safetensors";
+        auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + dump + R"(", "layers": "all",
+            "heads": "all", "query_start": 448}, "d": 64, "tokens": 512, "queries": 64,
+            "schemes": ["K-only", "V-only"], "budgets": [2, 3], "seeds": {"count": 1},
+            "comparisons": {"bootstrap": 100, "permutations": 49}})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(*spec);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        widgets::ModelMapView* map = nullptr;
+        for (widgets::ResultView* v : window.views())
+            if (auto* m = qobject_cast<widgets::ModelMapView*>(v))
+                map = m;
+        QVERIFY(map);
+        for (int layer = 0; layer < 4; ++layer)
+            for (int head = 0; head < 4; ++head)
+                QVERIFY2(std::isfinite(map->cellValue(layer, head)) && map->cellValue(layer, head) > 0.0,
+                         qPrintable(QStringLiteral("cell %1, %2").arg(layer).arg(head)));
+        QVERIFY(map->cellText(2, 1).contains(QStringLiteral("layer 2, head 1")));
+        // A click makes (2, 1) the experiment: one grid point, that layer and head; the map stays whole.
+        map->activateCell(2, 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        const ExperimentSpec& now = window.lastData().results->spec;
+        QCOMPARE(now.pointCount(), 1);
+        QCOMPARE(paramNumber(now.regimeParams, "layer"), 2.0);
+        QCOMPARE(paramNumber(now.regimeParams, "head"), 1.0);
+        QVERIFY(window.lastData().results->regimeNote.find("layer 2, query head 1") != std::string::npos);
+        QVERIFY(std::isfinite(map->cellValue(0, 0))); // still the whole model
+        QCOMPARE(map->mapData().results->spec.pointCount(), 16);
     }
 
     void presetsLoadAndValidate()

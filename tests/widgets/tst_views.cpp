@@ -200,7 +200,10 @@ private slots:
             QCOMPARE(v->toolTip(), v->viewDescription());
             v->setData(m_data);
             QVERIFY2(v->waitUntilDrawn(), qPrintable(v->viewId())); // the teaching view computes in the background
-            QVERIFY2(v->seriesCount() > 0, qPrintable(v->viewId()));
+            if (v->viewId() == QLatin1String("model_map")) // a model run's view: a placeholder line here
+                QCOMPARE(v->seriesCount(), 0);
+            else
+                QVERIFY2(v->seriesCount() > 0, qPrintable(v->viewId()));
         }
     }
 

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Model map view.
+#include "widgets/model_map_view.h"
+
+#include <QComboBox>
+#include <QSignalBlocker>
+#include <QToolTip>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace kvlens::widgets {
+
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+struct MetricInfo {
+    const char* key;
+    const char* label;
+    bool logScale;
+};
+const MetricInfo kMetrics[] = {
+    {"kl_mean", "mean KL(p‖p̂) (nats)", true},
+    {"kl_p99", "p99 KL (nats)", true},
+    {"recall", "top-k recall", false},
+    {"argmax_shift", "argmax-shift rate", false},
+    {"rel_mse_t", "output relative error ‖T−T̂‖²/‖T‖²", true},
+    {"score_err_var", "score-error variance (measured)", true},
+    {"score_err_var_pred", "score-error variance (predicted)", true},
+    {"entropy", "attention entropy (nats)", false},
+};
+
+/// Viridis (perceptually uniform, readable in greyscale and by the colour-blind), nine stops.
+QCPColorGradient viridis()
+{
+    QCPColorGradient g;
+    g.clearColorStops();
+    const char* stops[] = {"#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
+                           "#28ae80", "#5ec962", "#addc30", "#fde725"};
+    for (int i = 0; i < 9; ++i)
+        g.setColorStopAt(i / 8.0, QColor(QLatin1String(stops[i])));
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    return g;
+}
+
+/// Blue-white-red for a signed log ratio (ColorBrewer RdBu, colour-blind safe).
+QCPColorGradient diverging()
+{
+    QCPColorGradient g;
+    g.clearColorStops();
+    const char* stops[] = {"#2166ac", "#67a9cf", "#d1e5f0", "#f7f7f7", "#fddbc7", "#ef8a62", "#b2182b"};
+    for (int i = 0; i < 7; ++i)
+        g.setColorStopAt(i / 6.0, QColor(QLatin1String(stops[i])));
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    return g;
+}
+
+} // namespace
+
+ModelMapView::ModelMapView(QWidget* parent) : ResultView(parent)
+{
+    setPointSelectable(false); // every cell is drawn at once
+    m_metric = new QComboBox(this);
+    for (const MetricInfo& m : kMetrics)
+        m_metric->addItem(QString::fromUtf8(m.label), QString::fromLatin1(m.key));
+    m_metric->setToolTip(QStringLiteral("The metric each cell shows, over its queries and seeds."));
+    m_scheme = new QComboBox(this);
+    m_scheme->setToolTip(QStringLiteral("The scheme the map shows."));
+    m_versus = new QComboBox(this);
+    m_versus->setToolTip(QStringLiteral("Compare with: the map shows log10(metric of the scheme / metric of this "
+                                        "one) per cell; none: the metric itself."));
+    m_budget = new QComboBox(this);
+    m_budget->setToolTip(QStringLiteral("The bit budget n the map shows."));
+    addOption(QStringLiteral("Metric:"), m_metric);
+    addOption(QStringLiteral("Scheme:"), m_scheme);
+    addOption(QStringLiteral("vs:"), m_versus);
+    addOption(QStringLiteral("Budget:"), m_budget);
+    setToolTip(viewDescription());
+    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        int layer = 0, head = 0;
+        if (cellAt(event->pos(), layer, head))
+            QToolTip::showText(event->globalPosition().toPoint(), cellText(layer, head), m_plot);
+        else
+            QToolTip::hideText();
+    });
+    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+        int layer = 0, head = 0;
+        if (event->button() == Qt::LeftButton && cellAt(event->pos(), layer, head))
+            emit cellActivated(layer, head);
+    });
+}
+
+QString ModelMapView::viewDescription() const
+{
+    return QStringLiteral("A model's damage layer by layer and head by head, with each layer's output error when only "
+                          "K or only V is quantized; click a cell to study that head in every other view.");
+}
+
+QStringList ModelMapView::metricKeys()
+{
+    QStringList keys;
+    for (const MetricInfo& m : kMetrics)
+        keys << QString::fromLatin1(m.key);
+    return keys;
+}
+
+QString ModelMapView::dataCsv() const
+{
+    QString out = QStringLiteral("layer,head,scheme,versus,budget,metric,value\n");
+    for (int l = 0; l < m_layers; ++l)
+        for (int h = 0; h < m_heads; ++h)
+            out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+                       .arg(l)
+                       .arg(h)
+                       .arg(m_scheme->currentText(), m_versus->currentText(), m_budget->currentData().toString(),
+                            m_metric->currentData().toString())
+                       .arg(cellValue(l, h), 0, 'g', 17);
+    return out;
+}
+
+void ModelMapView::mousePressEvent(QMouseEvent* event)
+{
+    ResultView::mousePressEvent(event);
+}
+
+bool ModelMapView::cellAt(const QPoint& pos, int& layer, int& head) const
+{
+    if (!m_map || m_layers == 0)
+        return false;
+    const double x = m_map->keyAxis()->pixelToCoord(pos.x());
+    const double y = m_map->valueAxis()->pixelToCoord(pos.y());
+    head = static_cast<int>(std::lround(x));
+    layer = static_cast<int>(std::lround(y));
+    return m_map->keyAxis()->axisRect()->rect().contains(pos) && head >= 0 && head < m_heads && layer >= 0
+           && layer < m_layers;
+}
+
+double ModelMapView::cellValue(int layer, int head) const
+{
+    if (layer < 0 || head < 0 || layer >= m_layers || head >= m_heads)
+        return kNan;
+    return m_values[static_cast<std::size_t>(layer * m_heads + head)];
+}
+
+void ModelMapView::activateCell(int layer, int head)
+{
+    emit cellActivated(layer, head);
+}
+
+QString ModelMapView::cellText(int layer, int head) const
+{
+    if (!m_mapData.modelMap)
+        return {};
+    const int budget = m_budget->currentData().toInt();
+    QString text = QStringLiteral("layer %1, head %2, n = %3").arg(layer).arg(head).arg(budget);
+    for (const MapValue& v : *m_mapData.modelMap)
+        if (v.layer == layer && v.head == head && v.budget == budget && v.scheme == m_scheme->currentData().toInt()) {
+            text += QStringLiteral("\n%1: %2").arg(QString::fromStdString(v.metric)).arg(v.value, 0, 'g', 4);
+            if (std::isfinite(v.ciLow))
+                text += QStringLiteral(" [%1, %2]").arg(v.ciLow, 0, 'g', 3).arg(v.ciHigh, 0, 'g', 3);
+        }
+    return text + QStringLiteral("\nclick: study this head in every view");
+}
+
+void ModelMapView::redraw()
+{
+    m_plot->resetPlot();
+    m_plot->legend->setVisible(false);
+    m_map = nullptr;
+    m_layers = m_heads = 0;
+    m_values.clear();
+    // A run of one cell of the model already mapped keeps the map (and marks the cell); any other
+    // run replaces it.
+    const ViewData& now = data();
+    const auto fileOf = [](const ViewData& d) {
+        return d.results && d.results->spec.regime == "model" && d.results->spec.regimeParams.count("file")
+                   ? paramText(d.results->spec.regimeParams, "file")
+                   : std::string();
+    };
+    const bool oneCell = now.results && now.results->spec.regime == "model" && now.results->spec.pointCount() == 1;
+    if (oneCell && m_mapData.results && fileOf(now) == fileOf(m_mapData)) {
+        m_selectedLayer = static_cast<int>(paramNumber(now.results->spec.regimeParams, "layer"));
+        m_selectedHead = static_cast<int>(paramNumber(now.results->spec.regimeParams, "head"));
+    } else {
+        m_mapData = now;
+        m_selectedLayer = m_selectedHead = -1;
+    }
+    const ViewData& shown = m_mapData;
+    if (shown.empty() || !shown.modelMap || shown.modelMap->empty()) {
+        auto* note = new QCPItemText(m_plot);
+        note->position->setType(QCPItemPosition::ptAxisRectRatio);
+        note->position->setCoords(0.5, 0.5);
+        note->setText(data().empty() ? QStringLiteral("Run a model dump (File → Import, or a spec with regime \"model\")…")
+                                     : QStringLiteral("Not a model run: the map needs regime \"model\" with layers "
+                                                      "and heads"));
+        m_plot->xAxis->setVisible(false);
+        m_plot->yAxis->setVisible(false);
+        m_plot->replot();
+        return;
+    }
+    const ResultSet& r = *shown.results;
+    const auto& map = *shown.modelMap;
+    {
+        const QVariant scheme = m_scheme->currentData(), versus = m_versus->currentData(), budget = m_budget->currentData();
+        const QSignalBlocker b1(m_scheme), b2(m_versus), b3(m_budget);
+        m_scheme->clear();
+        m_versus->clear();
+        m_versus->addItem(QStringLiteral("none"), -1);
+        for (std::size_t i = 0; i < r.schemes.size(); ++i) {
+            m_scheme->addItem(QString::fromStdString(r.schemes[i].name), static_cast<int>(i));
+            m_versus->addItem(QString::fromStdString(r.schemes[i].name), static_cast<int>(i));
+        }
+        m_budget->clear();
+        for (int n : r.spec.budgets)
+            m_budget->addItem(QStringLiteral("n = %1").arg(n), n);
+        const int s = m_scheme->findData(scheme), v = m_versus->findData(versus), b = m_budget->findData(budget);
+        m_scheme->setCurrentIndex(s >= 0 ? s : 0);
+        m_versus->setCurrentIndex(v >= 0 ? v : 0);
+        m_budget->setCurrentIndex(b >= 0 ? b : 0);
+    }
+    const std::string metric = m_metric->currentData().toString().toStdString();
+    const int scheme = m_scheme->currentData().toInt(), versus = m_versus->currentData().toInt();
+    const int budget = m_budget->currentData().toInt();
+    const bool logScale = kMetrics[std::max(0, m_metric->currentIndex())].logScale;
+    std::map<std::pair<int, int>, double> value, other;
+    std::set<int> layers, heads;
+    for (const MapValue& v : map) {
+        layers.insert(v.layer);
+        heads.insert(v.head);
+        if (v.metric != metric || v.budget != budget)
+            continue;
+        if (v.scheme == scheme)
+            value[{v.layer, v.head}] = v.value;
+        if (v.scheme == versus)
+            other[{v.layer, v.head}] = v.value;
+    }
+    m_layers = *layers.rbegin() + 1;
+    m_heads = *heads.rbegin() + 1;
+    m_values.assign(static_cast<std::size_t>(m_layers * m_heads), kNan);
+    const bool difference = versus >= 0;
+    for (const auto& [cell, v] : value) {
+        double shown = v;
+        if (difference) {
+            const auto it = other.find(cell);
+            shown = it != other.end() && it->second > 0.0 && v > 0.0 ? std::log10(v / it->second) : kNan;
+        }
+        m_values[static_cast<std::size_t>(cell.first * m_heads + cell.second)] = shown;
+    }
+
+    auto* rect = m_plot->axisRect();
+    m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
+    m_map->data()->setSize(m_heads, m_layers);
+    m_map->data()->setRange(QCPRange(0, m_heads - 1), QCPRange(0, m_layers - 1));
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int l = 0; l < m_layers; ++l)
+        for (int h = 0; h < m_heads; ++h) {
+            const double v = cellValue(l, h);
+            const bool useLog = logScale && !difference;
+            const double shown = useLog ? (v > 0.0 ? std::log10(v) : kNan) : v;
+            m_map->data()->setCell(h, l, shown);
+            if (std::isfinite(shown)) {
+                lo = std::min(lo, shown);
+                hi = std::max(hi, shown);
+            }
+        }
+    m_map->setInterpolate(false);
+    m_map->setName(QString::fromStdString(r.schemes[static_cast<std::size_t>(scheme)].name));
+    auto* scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, scale);
+    scale->setType(QCPAxis::atRight);
+    m_map->setColorScale(scale);
+    if (difference) {
+        const double m = std::max({std::abs(lo), std::abs(hi), 1e-3});
+        m_map->setGradient(diverging());
+        m_map->setDataRange(QCPRange(-m, m));
+        scale->axis()->setLabel(QStringLiteral("log10(%1 / %2)").arg(m_scheme->currentText(), m_versus->currentText()));
+    } else {
+        m_map->setGradient(viridis());
+        m_map->setDataRange(std::isfinite(lo) ? QCPRange(lo, hi > lo ? hi : lo + 1e-9) : QCPRange(0, 1));
+        scale->axis()->setLabel((logScale ? QStringLiteral("log10 ") : QString()) + m_metric->currentText());
+    }
+    auto* margins = new QCPMarginGroup(m_plot);
+    rect->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    m_plot->xAxis->setLabel(QStringLiteral("query head"));
+    m_plot->yAxis->setLabel(QStringLiteral("layer"));
+    m_plot->xAxis->setRange(-0.5, m_heads - 0.5);
+    m_plot->yAxis->setRange(-0.5, m_layers - 0.5);
+    m_plot->yAxis->setRangeReversed(true); // layer 0 on top, as models are drawn
+    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
+        QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+        ticker->setTickStep(std::max(1, (axis == m_plot->xAxis ? m_heads : m_layers) / 8));
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+        axis->setTicker(ticker);
+    }
+
+    // Below: per layer, the output error with only K and only V quantized at this budget.
+    if (m_selectedLayer >= 0) {
+        auto* mark = new QCPItemRect(m_plot);
+        mark->topLeft->setCoords(m_selectedHead - 0.5, m_selectedLayer - 0.5);
+        mark->bottomRight->setCoords(m_selectedHead + 0.5, m_selectedLayer + 0.5);
+        mark->setPen(QPen(Qt::red, 2.0));
+        mark->setBrush(Qt::NoBrush);
+    }
+    if (shown.sensitivity && !shown.sensitivity->empty()) {
+        auto* below = new QCPAxisRect(m_plot);
+        m_plot->plotLayout()->addElement(1, 0, below);
+        auto* k = m_plot->addLineSeries(QStringLiteral("only K quantized"), QColor(0xd9, 0x5f, 0x02),
+                                        QCPScatterStyle::ssCircle, Qt::SolidLine, below);
+        auto* v = m_plot->addLineSeries(QStringLiteral("only V quantized"), QColor(0x1b, 0x9e, 0x77),
+                                        QCPScatterStyle::ssSquare, Qt::DashLine, below);
+        double yMin = std::numeric_limits<double>::infinity(), yMax = 0.0;
+        for (const SensitivityRow& s : *shown.sensitivity) {
+            if (s.budget != budget)
+                continue;
+            if (s.kOnlyRelMseT > 0)
+                k->addData(s.layer, s.kOnlyRelMseT);
+            if (s.vOnlyRelMseT > 0)
+                v->addData(s.layer, s.vOnlyRelMseT);
+            for (double y : {s.kOnlyRelMseT, s.vOnlyRelMseT})
+                if (y > 0) {
+                    yMin = std::min(yMin, y);
+                    yMax = std::max(yMax, y);
+                }
+        }
+        below->axis(QCPAxis::atBottom)->setLabel(QStringLiteral("layer"));
+        below->axis(QCPAxis::atLeft)->setLabel(QStringLiteral("output rel. error"));
+        PlotWidget::setLogAxis(below->axis(QCPAxis::atLeft));
+        if (std::isfinite(yMin))
+            below->axis(QCPAxis::atLeft)->setRange(yMin / 2, yMax * 2);
+        PlotWidget::tuneLogAxis(below->axis(QCPAxis::atLeft));
+        below->axis(QCPAxis::atBottom)->setRange(-0.5, m_layers - 0.5);
+        QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+        ticker->setTickStep(std::max(1, m_layers / 8));
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+        below->axis(QCPAxis::atBottom)->setTicker(ticker);
+        below->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        rect->setMarginGroup(QCP::msLeft | QCP::msRight | QCP::msBottom | QCP::msTop, margins);
+        m_plot->plotLayout()->setRowStretchFactor(0, 2.5);
+        m_plot->plotLayout()->setRowStretchFactor(1, 1.0);
+        auto* legend = new QCPLegend;
+        below->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
+        legend->setLayer(QStringLiteral("legend"));
+        legend->addItem(new QCPPlottableLegendItem(legend, k));
+        legend->addItem(new QCPPlottableLegendItem(legend, v));
+        legend->setFont(m_plot->legend->font());
+    }
+    m_plot->replot();
+}
+
+} // namespace kvlens::widgets
