@@ -257,32 +257,25 @@ std::vector<BitAllocation> paretoFront(const std::vector<LayerCurves>& layers, l
         std::vector<Point> points;
         points.reserve(static_cast<std::size_t>(combinations));
         std::vector<int> k(L, 0), v(L, 0);
-        for (long long index = 0; index < combinations; ++index) {
-            long long rest = index;
+        // Combination `index` as mixed-radix digits: layer l's K choice, then its V choice.
+        auto decode = [&](long long index) {
             for (std::size_t l = 0; l < L; ++l) {
                 const auto nk = static_cast<long long>(layers[l].kBits.size());
                 const auto nv = static_cast<long long>(layers[l].vBits.size());
-                k[l] = static_cast<int>(rest % nk);
-                rest /= nk;
-                v[l] = static_cast<int>(rest % nv);
-                rest /= nv;
+                k[l] = static_cast<int>(index % nk);
+                index /= nk;
+                v[l] = static_cast<int>(index % nv);
+                index /= nv;
             }
-            const BitAllocation a = evaluateAllocation(layers, k, v);
+            return evaluateAllocation(layers, k, v);
+        };
+        for (long long index = 0; index < combinations; ++index) {
+            const BitAllocation a = decode(index);
             points.push_back({a.bits, a.loss, index});
         }
         std::vector<BitAllocation> front;
-        for (const Point& p : lowerFront(points)) {
-            long long rest = p.index;
-            for (std::size_t l = 0; l < L; ++l) {
-                const auto nk = static_cast<long long>(layers[l].kBits.size());
-                const auto nv = static_cast<long long>(layers[l].vBits.size());
-                k[l] = static_cast<int>(rest % nk);
-                rest /= nk;
-                v[l] = static_cast<int>(rest % nv);
-                rest /= nv;
-            }
-            front.push_back(evaluateAllocation(layers, k, v));
-        }
+        for (const Point& p : lowerFront(points))
+            front.push_back(decode(p.index));
         return front;
     }
     // Lagrangian: each item's lower convex hull, then its segments in order of loss saved per bit.
