@@ -421,26 +421,28 @@ Result<ShardManifest> manifestFromJson(std::string_view text)
             return Error{"data_hash", "must be 16 lowercase hex digits"};
         m.dataHash = *dataHash;
     }
+    // Arrays of 16-hex-digit values; an error names the element.
+    auto hexArray = [](const json& array, const std::string& field, const char* what,
+                       std::vector<std::uint64_t>& out) -> std::optional<Error> {
+        out.reserve(array.size());
+        for (std::size_t k = 0; k < array.size(); ++k) {
+            const json& v = array[k];
+            const auto parsed = v.is_string() ? parseHex64(v.get<std::string>()) : std::nullopt;
+            if (!parsed)
+                return Error{field + "[" + std::to_string(k) + "]", std::string("must be ") + what};
+            out.push_back(*parsed);
+        }
+        return std::nullopt;
+    };
     if (const auto it = j.find("point_data_hashes"); it != j.end()) {
         if (!it->is_array())
             return Error{"point_data_hashes", "must be an array of 16-hex-digit hashes"};
-        for (std::size_t k = 0; k < it->size(); ++k) {
-            const json& h = (*it)[k];
-            const auto parsed = h.is_string() ? parseHex64(h.get<std::string>()) : std::nullopt;
-            if (!parsed)
-                return Error{"point_data_hashes[" + std::to_string(k) + "]", "must be 16 lowercase hex digits"};
-            m.pointDataHashes.push_back(*parsed);
-        }
+        if (auto bad = hexArray(*it, "point_data_hashes", "16 lowercase hex digits", m.pointDataHashes))
+            return *bad;
     }
     m.elapsedMs = elapsed->get<double>();
-    m.trials.reserve(trials->size());
-    for (std::size_t k = 0; k < trials->size(); ++k) {
-        const json& id = (*trials)[k];
-        const auto parsed = id.is_string() ? parseHex64(id.get<std::string>()) : std::nullopt;
-        if (!parsed)
-            return Error{"trials[" + std::to_string(k) + "]", "must be a trial id of 16 lowercase hex digits"};
-        m.trials.push_back(*parsed);
-    }
+    if (auto bad = hexArray(*trials, "trials", "a trial id of 16 lowercase hex digits", m.trials))
+        return *bad;
     if (count->get<long long>() != static_cast<long long>(m.trials.size()))
         return Error{"trial_count", "is " + io::describeJson(*count) + " but the manifest lists "
                                         + std::to_string(m.trials.size()) + " trials"};
