@@ -9,6 +9,7 @@
 #include "core/experiment/runner.h"
 #include "core/experiment/reuse.h"
 #include "core/experiment/shard.h"
+#include "core/model/allocation.h"
 #include "core/model/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/fault.h"
@@ -187,7 +188,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
                << options.reuseDir << "; computed " << static_cast<long long>(results->trials.size()) - results->reusedTrials
                << "\n";
     const int written = shard ? writeShardFiles(*results, *spec, *shard, staged->path(), options.outDir, report, err)
-                              : writeRunFiles(*results, staged->path(), options.figures, report, err, options.outDir);
+                              : writeRunFiles(*results, staged->path(), options.figures, report, err, options.outDir,
+                                              options.quiet);
     return finishRun(*staged, written, report.str(), out, err);
 }
 
@@ -222,22 +224,12 @@ int finishRun(io::StagedDirectory& staged, int written, const std::string& repor
 
 namespace {
 
-/// TurboQuant's scalar path (WHT + Lloyd-Max) at a fixed width.
-PathConfig fixedWidth(int bits)
-{
-    PathConfig p;
-    p.rotation = Rotation::Wht;
-    p.quantizer = QuantizerKind::LloydBeta;
-    p.bits = BitsRule{false, bits};
-    return p;
-}
-
 /// Runs the advice as its own experiment beside uniform allocations, on the run's cells (CPU):
 /// one scheme per distinct (k, v) of the advice, each layer scored on its own pair; the best
 /// uniform split; TQ-KV and KQV at the integer budget. Empty (with `note`) when it cannot run.
 std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const BitAllocation& advice,
                                              const std::optional<BitAllocation>& uniform, int budget,
-                                             std::string& note)
+                                             Progress& progress, std::string& note)
 {
     ExperimentSpec spec = results.spec;
     spec.name = results.spec.name + " (allocation check)";
@@ -248,9 +240,7 @@ std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const Bit
     std::map<std::pair<int, int>, int> pairScheme;
     std::map<int, int> layerScheme;
     auto custom = [&](int k, int v, const std::string& name) {
-        SchemeConfig c{name, "K at " + std::to_string(k) + " bits, V at " + std::to_string(v) + " (WHT + Lloyd-Max)",
-                       fixedWidth(k), fixedWidth(v), false};
-        spec.schemes.push_back(c);
+        spec.schemes.push_back(fixedWidthScheme(k, v, name));
         return static_cast<int>(spec.schemes.size()) - 1;
     };
     for (std::size_t l = 0; l < advice.layers.size(); ++l) {
@@ -273,9 +263,13 @@ std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const Bit
         return {};
     }
     CpuBackend cpu;
-    auto run = runExperiment(*normalized, cpu);
+    auto run = runExperiment(*normalized, cpu, &progress);
     if (!run) {
         note = run.error().text();
+        return {};
+    }
+    if (run->cancelled) {
+        note = "cancelled";
         return {};
     }
     const std::vector<ModelCell> cells = modelCells(*run);
@@ -306,7 +300,7 @@ std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const Bit
 } // namespace
 
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err, const std::string& shownDir)
+                  std::ostream& err, const std::string& shownDir, bool quiet)
 {
     if (auto made = makeDirectories(outDir); !made) {
         err << "kvlens: " << made.error().text() << "\n";
@@ -351,8 +345,11 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
             if (const auto advice = allocate(curves, kTargetBits)) {
                 extra.emplace_back("allocation.json", allocationJson(*advice, kTargetBits, manifest.specHash));
                 std::string note;
+                ProgressLine progress(err, quiet, "checking the advice:");
                 const auto checks = checkAllocation(results, *advice, bestUniformSplit(curves, kTargetBits),
-                                                    static_cast<int>(std::lround(kTargetBits)), note);
+                                                    static_cast<int>(std::lround(kTargetBits)), progress, note);
+                if (InterruptScope::interrupted())
+                    return InterruptScope::exitStatus();
                 if (!checks.empty()) {
                     extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
                     modelText += allocationChecksText(checks);

@@ -69,8 +69,11 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
 /// write error (named on `err`).
 /// `shownDir` names the directory in the "wrote ..." line when `outDir` is a staging directory.
 /// Returns 130/143 when SIGINT/SIGTERM arrived while writing (InterruptScope).
+/// A model run with K-only and V-only also gets model_map.csv, kv_sensitivity.csv, pareto.csv,
+/// allocation.json and allocation_check.csv: the advice is rerun as its own experiment, with a
+/// progress line on `err` unless `quiet`, and Ctrl-C cancels it like the run.
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err, const std::string& shownDir = {});
+                  std::ostream& err, const std::string& shownDir = {}, bool quiet = false);
 
 /// `kvlens --batch SPEC --validate --out DIR`: runs the spec on the CPU backend, on the
 /// OpenCL device (same RNG: must agree to float tolerance) and on the CPU with the other RNG

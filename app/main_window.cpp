@@ -2,6 +2,8 @@
 // Main window: debounced runs on the worker thread, progressive drawing, menus, settings, export.
 #include "app/main_window.h"
 
+#include "app/resources.h"
+
 #include "app/experiment_worker.h"
 #include "widgets/model_map_view.h"
 #include "core/model/spec_json.h"
@@ -192,7 +194,7 @@ void MainWindow::buildPresetsMenu(QMenu* menu)
         QFile f(dir.filePath(name));
         if (!f.open(QIODevice::ReadOnly))
             continue;
-        const auto spec = specFromJson(f.readAll().toStdString());
+        const auto spec = specFromJson(f.readAll().toStdString(), presetDataDirectory());
         if (!spec)
             continue; // the preset tests catch broken presets
         QAction* a = menu->addAction(QString::fromStdString(spec->name));

@@ -6,6 +6,7 @@
 #include "app/batch.h"
 #include "app/interrupt.h"
 #include "app/progress_line.h"
+#include "app/resources.h"
 #include "core/io/staged_dir.h"
 #include "core/report/claims.h"
 #include "core/report/html_report.h"
@@ -53,6 +54,7 @@ const std::vector<ReproducePreset>& reproducePresets()
         {"paper_b_heavy_tail.json", "B1, B2, C2"},
         {"paper_b_low_rank.json", "B1, B2, C2"},
         {"paper_c_headq.json", "C1 (HeadQ and controls), C2"},
+        {"repro_tiny_lm.json", "M1 (K-V asymmetry per layer), M2 (KQV < QKQV per layer), on the shipped tiny model"},
     };
     return presets;
 }
@@ -63,6 +65,15 @@ namespace {
 /// The sizes a preset runs at: as shipped, the papers' (--full), or shrunk (tests).
 ExperimentSpec sized(ExperimentSpec spec, const ReproduceOptions& o)
 {
+    if (spec.regime == "model") {
+        // A real model's dump: its head_dim, positions and heads are what they are; only seeds shrink.
+        if (o.scale < 1.0) {
+            spec.seedCount = std::max(3, static_cast<int>(std::lround(spec.seedCount * o.scale)));
+            spec.comparisons.bootstrap = 200;
+            spec.comparisons.permutations = 99;
+        }
+        return spec;
+    }
     if (o.full) {
         spec.d = std::max(spec.d, 1024);
         spec.seedCount *= 2;
@@ -234,7 +245,14 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
             err << "kvlens: the built-in preset " << preset.file << " is missing\n";
             return 1;
         }
-        Result<ExperimentSpec> spec = specFromJson(file.readAll().toStdString());
+        // The model presets read their dump from the shipped examples; without it their claims are skipped.
+        const bool model = preset.file == "repro_tiny_lm.json";
+        const std::string examples = presetDataDirectory();
+        if (model && !QFile::exists(QString::fromStdString(examples + "/tiny_lm_kv.safetensors"))) {
+            err << "kvlens: " << examples << "/tiny_lm_kv.safetensors is missing; " << preset.role << ": skipped\n";
+            continue;
+        }
+        Result<ExperimentSpec> spec = specFromJson(file.readAll().toStdString(), model ? examples : std::string());
         if (spec)
             spec = normalizeSpec(sized(*spec, options));
         if (!spec) {
@@ -283,6 +301,7 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
     input.paperBHeavyTail = find("paper_b_heavy_tail.json");
     input.paperBLowRank = find("paper_b_low_rank.json");
     input.paperC = find("paper_c_headq.json");
+    input.tinyModel = find("repro_tiny_lm.json");
     input.resamples = options.scale < 1.0 ? 100 : 400;
     Result<claims::MarginalHistogram> lowMarginal = claims::rotatedKeyMarginal(input.lowRank1024->spec);
     Result<claims::MarginalHistogram> heavyMarginal = claims::rotatedKeyMarginal(input.heavyTail1024->spec);
@@ -316,7 +335,7 @@ int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& r
             err << "kvlens: writing [" << i + 1 << "/" << runs.size() << "] presets/" << stem(runs[i].preset.file) << "\n";
         std::ostringstream tables;
         const std::string presetDir = dir + "/presets/" + stem(runs[i].preset.file);
-        if (const int status = writeRunFiles(runs[i].results, presetDir, options.figures, tables, err); status != 0)
+        if (const int status = writeRunFiles(runs[i].results, presetDir, options.figures, tables, err, {}, options.quiet); status != 0)
             return status;
         if (auto written = writeFileAtomic(presetDir + "/tables.txt", tables.str()); !written) {
             err << "kvlens: " << written.error().text() << "\n";

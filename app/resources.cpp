@@ -8,3 +8,8 @@ void initKvlensResources()
 {
     Q_INIT_RESOURCE(kvlens);
 }
+
+std::string presetDataDirectory()
+{
+    return KVLENS_EXAMPLES_DIR;
+}

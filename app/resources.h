@@ -5,3 +5,9 @@
 /// Registers :/presets/... Safe to call more than once. (Global namespace: Q_INIT_RESOURCE
 /// declares the generated initializer at the enclosing scope.)
 void initKvlensResources();
+
+#include <string>
+
+/// Where the presets' relative data files are looked up (the shipped examples: the tiny model's
+/// dump for repro_tiny_lm.json).
+std::string presetDataDirectory();

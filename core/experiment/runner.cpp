@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -78,6 +80,29 @@ MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency)
 
 namespace {
 
+std::atomic<double> g_residentInputLimit{512e6};
+
+/// What a point's imported data hashes to, chained from `h` (shapes and bytes of every matrix).
+std::uint64_t hashDataset(const Dataset& data, std::uint64_t h)
+{
+    for (const RowMatrixXf* m : {&data.keys, &data.values, &data.queries, &data.calibrationKeys,
+                                 &data.calibrationValues, &data.calibrationQueries}) {
+        const std::uint64_t shape[2] = {static_cast<std::uint64_t>(m->rows()), static_cast<std::uint64_t>(m->cols())};
+        const std::string_view shapeBytes(reinterpret_cast<const char*>(shape), sizeof shape);
+        const std::string_view bytes(reinterpret_cast<const char*>(m->data()),
+                                     static_cast<std::size_t>(m->size()) * sizeof(float));
+        h = fnv1a64(bytes, fnv1a64(shapeBytes, h));
+    }
+    return h;
+}
+
+/// A point's imported data while its trials run (the lazy mode of runExperiment).
+struct LazyPoint {
+    std::mutex mutex;
+    std::shared_ptr<const Dataset> data;
+    long long remainingGroups = 0;
+};
+
 std::string megabytes(double bytes)
 {
     std::ostringstream os;
@@ -88,6 +113,16 @@ std::string megabytes(double bytes)
 }
 
 } // namespace
+
+double residentInputLimit()
+{
+    return g_residentInputLimit.load();
+}
+
+void setResidentInputLimit(double bytes)
+{
+    g_residentInputLimit.store(bytes);
+}
 
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress,
                                 const TrialFilter& filter, TrialCache* cache)
@@ -158,39 +193,92 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                                     / static_cast<double>(std::max<long long>(1, ps.trialCount()));
         }
     }
+    // Imported inputs: resident for the whole run when they fit residentInputLimit(), else per point.
+    const Regime* fixedRegime = findRegime(spec.regime);
+    if (fixedRegime && !fixedRegime->seedIndependent())
+        fixedRegime = nullptr;
+    std::vector<double> pointInputBytes(static_cast<std::size_t>(points), 0.0);
+    double inputSum = 0.0, inputMax = 0.0;
+    if (fixedRegime)
+        for (int p = 0; p < points; ++p) {
+            const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
+            const double b = fixedRegime->inputBytes(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries,
+                                                                                 ps.calibrationRows()});
+            pointInputBytes[static_cast<std::size_t>(p)] = b;
+            inputSum += b;
+            inputMax = std::max(inputMax, b);
+        }
+    const bool resident = inputSum <= residentInputLimit();
+    if (!resident && all) // estimateMemory counted every point's inputs as held for the run
+        estimate.resultBytes += static_cast<double>(threads) * inputMax - inputSum;
     if (limit > 0.0 && estimate.totalBytes() > limit)
         return overLimit(estimate, threads);
 
-    // Seed-independent (imported) data: read once per grid point, now, for the whole run. Every
-    // point is read and hashed (so every shard computes the same hash); only needed ones are kept.
+    // Seed-independent (imported) data: read once per grid point, now. Every point is read and
+    // hashed (so every shard computes the same hash); only needed ones are kept, and only when resident.
     std::vector<std::shared_ptr<const Dataset>> fixedData(static_cast<std::size_t>(points));
     std::vector<std::uint64_t> pointDataHashes(static_cast<std::size_t>(points), 0);
+    std::unique_ptr<LazyPoint[]> lazy;
     std::uint64_t dataHash = 0;
-    if (const Regime* regime = findRegime(spec.regime); regime && regime->seedIndependent()) {
+    auto readPoint = [&](int p) {
+        const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
+        return fixedRegime->generate(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries, ps.calibrationRows()},
+                                     ps.engine, ps.seed(0));
+    };
+    if (fixedRegime) {
         dataHash = kFnvOffsetBasis;
         for (int p = 0; p < points; ++p) {
-            const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
-            auto data = regime->generate(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries, ps.calibrationRows()},
-                                         ps.engine, ps.seed(0));
+            if (progress && p % 16 == 15 && progress->cancelled()) {
+                ResultSet cancelled;
+                cancelled.spec = spec;
+                cancelled.schemes = spec.schemes;
+                cancelled.cancelled = true;
+                return cancelled;
+            }
+            auto data = readPoint(p);
             if (!data)
                 return data.error();
-            std::uint64_t& pointHash = pointDataHashes[static_cast<std::size_t>(p)];
-            pointHash = kFnvOffsetBasis;
-            for (const RowMatrixXf* m : {&data->keys, &data->values, &data->queries, &data->calibrationKeys,
-                                         &data->calibrationValues, &data->calibrationQueries}) {
-                const std::uint64_t shape[2] = {static_cast<std::uint64_t>(m->rows()),
-                                                static_cast<std::uint64_t>(m->cols())};
-                const std::string_view shapeBytes(reinterpret_cast<const char*>(shape), sizeof shape);
-                const std::string_view bytes(reinterpret_cast<const char*>(m->data()),
-                                             static_cast<std::size_t>(m->size()) * sizeof(float));
-                dataHash = fnv1a64(bytes, fnv1a64(shapeBytes, dataHash));
-                pointHash = fnv1a64(bytes, fnv1a64(shapeBytes, pointHash));
-            }
-            if (all || chosenPerPoint[static_cast<std::size_t>(p)] > 0)
+            dataHash = hashDataset(*data, dataHash);
+            pointDataHashes[static_cast<std::size_t>(p)] = hashDataset(*data, kFnvOffsetBasis);
+            if (resident && (all || chosenPerPoint[static_cast<std::size_t>(p)] > 0))
                 fixedData[static_cast<std::size_t>(p)] = std::make_shared<const Dataset>(std::move(data).value());
+        }
+        if (!resident) {
+            lazy = std::make_unique<LazyPoint[]>(static_cast<std::size_t>(points));
+            for (int p = 0; p < points; ++p)
+                lazy[static_cast<std::size_t>(p)].remainingGroups = all ? seeds : 0;
+            if (!all)
+                for (const long long g : groups)
+                    ++lazy[static_cast<std::size_t>(g / seeds)].remainingGroups;
         }
         io::faultPoint("inputs-read"); // tests replace the file here: the run must not see it
     }
+    // The data of a point for a draw: the resident copy, or (lazy) read and checked against its hash.
+    auto acquire = [&](int p) -> Result<std::shared_ptr<const Dataset>> {
+        if (!lazy)
+            return fixedData[static_cast<std::size_t>(p)];
+        LazyPoint& lp = lazy[static_cast<std::size_t>(p)];
+        const std::lock_guard lock(lp.mutex);
+        if (!lp.data) {
+            auto data = readPoint(p);
+            if (!data)
+                return data.error();
+            if (hashDataset(*data, kFnvOffsetBasis) != pointDataHashes[static_cast<std::size_t>(p)])
+                return Error{"regime.file", "the input of grid point " + std::to_string(p) + " ("
+                                                + spec.pointLabel(p) + ") changed while the run read it; nothing of "
+                                                "the changed file was used; rerun on a file that stays put"};
+            lp.data = std::make_shared<const Dataset>(std::move(data).value());
+        }
+        return lp.data;
+    };
+    auto release = [&](int p) {
+        if (!lazy)
+            return;
+        LazyPoint& lp = lazy[static_cast<std::size_t>(p)];
+        const std::lock_guard lock(lp.mutex);
+        if (--lp.remainingGroups <= 0)
+            lp.data.reset();
+    };
 
     const long long total = all ? spec.trialCount() : static_cast<long long>(chosen.size());
     // Where a trial lands in `slots`: its walk index, or its rank among the chosen ones (-1: not chosen).
@@ -237,11 +325,19 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
                 const ExperimentSpec& pointSpec = pointSpecs[static_cast<std::size_t>(point)];
                 // The draw is made only when a trial of the group is not in the cache.
                 std::optional<TrialGroup> group;
+                struct Released {
+                    std::function<void()> f;
+                    ~Released() { f(); }
+                } released{[&] { release(point); }};
                 auto prepare = [&]() -> bool {
                     if (group)
                         return true;
-                    auto prepared = prepareTrialGroup(pointSpec, point, seedIndex, backend,
-                                                      fixedData[static_cast<std::size_t>(point)].get());
+                    Result<std::shared_ptr<const Dataset>> fixed = std::shared_ptr<const Dataset>{};
+                    if (fixedRegime)
+                        fixed = acquire(point);
+                    Result<TrialGroup> prepared = fixed ? prepareTrialGroup(pointSpec, point, seedIndex, backend,
+                                                                            fixed->get())
+                                                        : Result<TrialGroup>(fixed.error());
                     if (!prepared) {
                         const std::lock_guard lock(mutex);
                         if (!failure)

@@ -66,10 +66,18 @@ struct TrialFilter {
 /// (point 0, seed slot 0) was made.
 /// A seed-independent regime (imported) is read once per grid point before any trial runs, so a
 /// file replaced during the run cannot reach part of it; ResultSet::dataHash then hashes what was
-/// read, the same for every shard of the spec.
+/// read, the same for every shard of the spec. When the inputs of all points together exceed
+/// residentInputLimit() (a whole model's dump), each point is hashed up front but kept only while
+/// its trials run: it is read again when its first draw starts and the run fails, naming the
+/// point, if that read's hash differs from the first (the file changed under the run).
 /// With a `cache`, a trial whose trialCacheKey is stored there is taken from it instead of being
 /// computed (a (point, seed) draw is made only if one of its trials is missing), and every
 /// computed trial is stored; ResultSet::reusedTrials counts the hits. Results are the same.
+/// Imported inputs up to this many bytes (summed over grid points) stay in memory for the whole
+/// run; above it they are read per point as described above. Default 512 MB.
+double residentInputLimit();
+void setResidentInputLimit(double bytes);
+
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr,
                                 const TrialFilter& filter = {}, TrialCache* cache = nullptr);
 

@@ -2,6 +2,8 @@
 // JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
 #include "core/model/spec_json.h"
 
+#include "core/model/allocation.h"
+
 #include "core/quant/codec.h"
 #include "core/regimes/model_dump.h"
 
@@ -250,6 +252,26 @@ SchemeConfig schemeFromJson(const json& j, const std::string& field)
     return s;
 }
 
+/// {"allocation": "allocation.json"}: the advisor's file, found beside the spec first, read back as
+/// one fixed-width scheme per distinct (k_bits, v_bits).
+std::vector<SchemeConfig> allocationSchemesFromJson(const json& j, const std::string& field,
+                                                    const std::string& baseDirectory)
+{
+    checkKeys(j, field, {"allocation"});
+    const std::string name = getString(j["allocation"], field + ".allocation");
+    std::filesystem::path path(name);
+    std::error_code ec;
+    if (path.is_relative() && !baseDirectory.empty() && std::filesystem::exists(std::filesystem::path(baseDirectory) / path, ec))
+        path = std::filesystem::path(baseDirectory) / path;
+    auto text = io::readRegularFile(path.string(), io::kMaxSpecBytes);
+    if (!text)
+        throw FieldError{field + ".allocation", text.error().text()};
+    auto file = allocationFromJson(*text);
+    if (!file)
+        throw FieldError{field + ".allocation", path.string() + ": " + file.error().text()};
+    return allocationSchemes(*file);
+}
+
 json paramValueJson(const ParamValue& v)
 {
     if (const auto* d = std::get_if<double>(&v))
@@ -400,8 +422,15 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
         const json& list = j["schemes"];
         if (!list.is_array())
             throw FieldError{"schemes", "must be an array of scheme names or scheme objects"};
-        for (std::size_t i = 0; i < list.size(); ++i)
-            s.schemes.push_back(schemeFromJson(list[i], "schemes[" + std::to_string(i) + "]"));
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string field = "schemes[" + std::to_string(i) + "]";
+            if (list[i].is_object() && list[i].contains("allocation")) {
+                for (const SchemeConfig& c : allocationSchemesFromJson(list[i], field, baseDirectory))
+                    s.schemes.push_back(c);
+                continue;
+            }
+            s.schemes.push_back(schemeFromJson(list[i], field));
+        }
     } else {
         s.schemes = defaultSpec().schemes;
     }

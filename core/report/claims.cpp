@@ -75,6 +75,10 @@ std::vector<Claim> evaluateClaims(const Runs& r)
             proxies.push_back(rs);
     if (!proxies.empty())
         out.push_back(fisherProxyClaim(proxies, r.seed + 6000, std::max(50, r.resamples / 2)));
+    if (r.tinyModel) {
+        out.push_back(modelAsymmetryClaim(*r.tinyModel, r.seed + 7000, r.resamples));
+        out.push_back(modelOrderingClaim(*r.tinyModel, r.seed + 8000, r.resamples));
+    }
     return out;
 }
 

@@ -130,6 +130,7 @@ struct Runs {
     const ResultSet* paperBHeavyTail = nullptr; ///< paper_b_heavy_tail.json
     const ResultSet* paperBLowRank = nullptr;   ///< paper_b_low_rank.json
     const ResultSet* paperC = nullptr;          ///< paper_c_headq.json
+    const ResultSet* tinyModel = nullptr;       ///< repro_tiny_lm.json: the shipped model's dump, every layer and head
     const MarginalHistogram* lowRankMarginal = nullptr;   ///< of lowRank1024's spec
     const MarginalHistogram* heavyTailMarginal = nullptr; ///< of heavyTail1024's spec
     std::uint64_t seed = 1; ///< of the bootstrap resampling
@@ -172,6 +173,12 @@ Claim waterFillingClaim(const std::vector<const ResultSet*>& runs, std::uint64_t
 Claim headqClaim(const ResultSet& paperC, std::uint64_t seed, int resamples);
 /// Paper C: Fisher score error ranks per-query KL better than raw key MSE (Spearman rho).
 Claim fisherProxyClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples);
+
+/// On a model run (regime "model", schemes K-only and V-only): V-only's output error lower than
+/// K-only's in every layer, at every budget.
+Claim modelAsymmetryClaim(const ResultSet& model, std::uint64_t seed, int resamples);
+/// On a model run with KQV and QKQV: KQV's per-query KL lower than QKQV's in every layer, at every budget.
+Claim modelOrderingClaim(const ResultSet& model, std::uint64_t seed, int resamples);
 
 /// Every claim whose runs are present, in report order.
 std::vector<Claim> evaluateClaims(const Runs& runs);

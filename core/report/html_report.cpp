@@ -147,7 +147,8 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
             + (p.fullMode ? " --full" : "") + "</code>.</p>\n";
     page += "<p>Each claim of the three papers (A: D'Alberto, KV-cache quantization inspired by TurboQuant; B: "
             "ablation and validation of KV-cache compression; C: HeadQ) is checked on runs of the presets shipped in "
-            "<code>resources/presets</code>, with fixed seeds. Every verdict is <em>computed</em> from the measured "
+            "<code>resources/presets</code>, with fixed seeds; the M claims test paper A on the real attention of the small "
+            "trained model shipped in <code>resources/examples/tiny_lm_kv.safetensors</code>, every layer and head. Every verdict is <em>computed</em> from the measured "
             "numbers against the criterion stated under the claim, which is fixed in the code before any run: a claim "
             "is <span class=\"verdict ok\">reproduced</span> when every check holds, <span class=\"verdict no\">not "
             "reproduced</span> when none does, and <span class=\"verdict depends\">depends on setting</span> when some "

@@ -342,7 +342,7 @@ private slots:
         for (const QString& name : files) {
             QFile f(presets.filePath(name));
             QVERIFY(f.open(QIODevice::ReadOnly));
-            const auto spec = specFromJson(f.readAll().toStdString());
+            const auto spec = specFromJson(f.readAll().toStdString(), KVLENS_EXAMPLES_DIR);
             QVERIFY2(spec.ok(), qPrintable(name + QStringLiteral(": ")
                                            + QString::fromStdString(spec.ok() ? std::string() : spec.error().text())));
         }

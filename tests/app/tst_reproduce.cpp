@@ -58,7 +58,7 @@ const QStringList kClaimIds = {"A1-qjl-variance",    "A2-kqv-vs-qkqv",    "A3-kl
                                "A4-recall-follows-kl", "A5-heavy-tails",  "A6-low-rank",
                                "A7-budget-crossover", "AB1-vpath-paper-a", "AB2-vpath-paper-b",
                                "B1-sq-vs-tq",        "B2-water-filling",  "C1-headq",
-                               "C2-fisher-proxy"};
+                               "C2-fisher-proxy",     "M1-kv-asymmetry",   "M2-kqv-beats-qkqv"};
 
 } // namespace
 
@@ -73,7 +73,8 @@ private slots:
                                  QStringLiteral("--reproduce-scale"), QStringLiteral("0.1"), QStringLiteral("--threads"),
                                  QStringLiteral("2"), QStringLiteral("--no-figures")});
         QVERIFY2(r.exitCode == 0, r.err.constData());
-        QVERIFY(r.err.contains("reproduce [14/14] paper_c_headq:"));
+        QVERIFY(r.err.contains("reproduce [14/15] paper_c_headq:"));
+        QVERIFY(r.err.contains("reproduce [15/15] repro_tiny_lm:"));
 
         QFile page(out + QStringLiteral("/report.html"));
         QVERIFY(page.open(QIODevice::ReadOnly));

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The model lens's input: dump layouts and their refusals, grouped-query heads, causal masking, cells as grid points.
 #include "common/trials.h"
+#include "core/analysis/model_lens.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/trial.h"
+#include "core/model/allocation.h"
 #include "core/model/spec_json.h"
+#include "core/report/claims.h"
 #include "core/regimes/imported.h"
 #include "core/regimes/model_dump.h"
 
+#include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -85,6 +89,30 @@ Result<Dataset> loadCell(const std::string& path, int layer, int head, DataShape
         return normalized.error();
     return modelRegime().generate(*normalized, shape, EngineKind::Pcg64, 1);
 }
+
+/// Rewrites a file (a new inode, as an editor's save does) the first time the run polls for cancel.
+class ReplaceOnFirstPoll final : public Progress {
+public:
+    explicit ReplaceOnFirstPoll(std::function<void()> replace) : m_replace(std::move(replace)) {}
+    bool cancelled() const override
+    {
+        if (m_replace) {
+            m_replace();
+            m_replace = nullptr;
+        }
+        return false;
+    }
+
+private:
+    mutable std::function<void()> m_replace;
+};
+
+/// Restores the resident-input limit when a test leaves.
+struct ResidentLimit {
+    explicit ResidentLimit(double bytes) : saved(residentInputLimit()) { setResidentInputLimit(bytes); }
+    ~ResidentLimit() { setResidentInputLimit(saved); }
+    double saved;
+};
 
 } // namespace
 
@@ -266,6 +294,165 @@ private slots:
                 QVERIFY(t.relMseK > 0.0);
             }
         }
+    }
+
+    void aModelTooBigToHoldIsReadPerPointWithTheSameNumbers()
+    {
+        writeSafetensors(path("lazy.safetensors"), dumpTensors(3, 4, 2, 8, 4));
+        auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + path("lazy.safetensors")
+                                 + R"(", "layers": "all", "heads": "all", "query_start": 4}, "d": 4, "tokens": 8,
+                                 "queries": 4, "schemes": ["K-only", "V-only", "KQV"], "budgets": [2, 3],
+                                 "seeds": {"count": 2}})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        const ResultSet resident = test::runSpec(*spec);
+        ResultSet lazy;
+        {
+            const ResidentLimit perPoint(0.0); // every point's inputs are read when its draws start, then dropped
+            lazy = test::runSpec(*spec);
+        }
+        QCOMPARE(lazy.dataHash, resident.dataHash);
+        QCOMPARE(lazy.pointDataHashes, resident.pointDataHashes);
+        QCOMPARE(lazy.trials.size(), resident.trials.size());
+        for (std::size_t i = 0; i < lazy.trials.size(); ++i) {
+            QCOMPARE(lazy.trials[i].kl, resident.trials[i].kl);
+            QCOMPARE(lazy.trials[i].relMseT, resident.trials[i].relMseT);
+        }
+    }
+
+    void aDumpChangedUnderAPerPointRunIsRefused()
+    {
+        const std::string file = path("changing.safetensors");
+        writeSafetensors(file, dumpTensors(2, 2, 2, 8, 4));
+        auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + file
+                                 + R"(", "layers": "all", "heads": "all", "query_start": 4}, "d": 4, "tokens": 8,
+                                 "queries": 4, "schemes": ["KQV"], "budgets": [2], "seeds": {"count": 1}})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        const ResidentLimit perPoint(0.0);
+        ReplaceOnFirstPoll replace([&] {
+            auto tensors = dumpTensors(2, 2, 2, 8, 4);
+            for (auto& [name, t] : tensors)
+                for (float& v : t.values)
+                    v = -v;
+            writeSafetensors(file + ".new", tensors);
+            QVERIFY(std::rename((file + ".new").c_str(), file.c_str()) == 0);
+        });
+        CpuBackend cpu(1);
+        const auto run = runExperiment(*spec, cpu, &replace);
+        QVERIFY(!run.ok());
+        QCOMPARE(run.error().field, std::string("regime.file"));
+        QVERIFY2(run.error().message.find("changed while the run read it") != std::string::npos, run.error().text().c_str());
+    }
+
+    void theModelClaimsAreDecidedLayerByLayer()
+    {
+        writeSafetensors(path("claims.safetensors"), dumpTensors(3, 2, 2, 8, 4));
+        auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + path("claims.safetensors")
+                                 + R"(", "layers": "all", "heads": "all", "query_start": 4}, "d": 4, "tokens": 8,
+                                 "queries": 4, "schemes": ["K-only", "V-only", "KQV", "QKQV"], "budgets": [2],
+                                 "seeds": {"count": 4}})");
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        ResultSet r = test::runSpec(*spec);
+        // Chosen per-query numbers: K damage ten times V's in layers 0 and 2; in layer 1 below V's
+        // for the typical query but far above it on average (one query in four);
+        // KQV below QKQV in layer 1 only. Every query differs a little, so ranks are strict.
+        const std::vector<ModelCell> cells = modelCells(r);
+        for (TrialResult& t : r.trials) {
+            const int layer = cells[static_cast<std::size_t>(t.key.point)].layer;
+            const std::string& scheme = r.schemes[static_cast<std::size_t>(t.key.scheme)].name;
+            for (std::size_t q = 0; q < t.relMseT.size(); ++q) {
+                const float jitter = 1.0f + 0.01f * static_cast<float>(q + 4 * t.key.seedIndex);
+                if (scheme == "K-only") // layer 1: one query in four damaged a thousandfold
+                    t.relMseT[q] = (layer == 1 ? (q == 0 ? 1000.0f : 0.1f) : 1.0f) * jitter;
+                if (scheme == "V-only")
+                    t.relMseT[q] = (layer == 1 ? 1.0f : 0.1f) * jitter;
+                if (scheme == "KQV")
+                    t.kl[q] = (layer == 1 ? 0.01f : 0.02f) * jitter;
+                if (scheme == "QKQV")
+                    t.kl[q] = 0.015f * jitter;
+            }
+        }
+        const claims::Claim asymmetry = claims::modelAsymmetryClaim(r, 1, 100);
+        QCOMPARE(asymmetry.checks.size(), std::size_t{6}); // per layer: the typical query, then the means
+        for (int i : {0, 1, 3, 4, 5})
+            QVERIFY2(asymmetry.checks[static_cast<std::size_t>(i)].holds, asymmetry.checks[static_cast<std::size_t>(i)].setting.c_str());
+        QVERIFY(!asymmetry.checks[2].holds); // layer 1, the typical query
+        QCOMPARE(asymmetry.verdict, claims::Verdict::DependsOnSetting);
+        QVERIFY2(asymmetry.dependsOn.find("layer 1") != std::string::npos, asymmetry.dependsOn.c_str());
+        // The figure: one category per layer, K-only / V-only medians (10, 0.1, 10).
+        const claims::Figure& fig = asymmetry.figures.front();
+        QCOMPARE(fig.categories, (std::vector<std::string>{"layer 0", "layer 1", "layer 2"}));
+        QVERIFY(std::abs(fig.series.front().y[0] - 10.0) < 1e-3);
+        QVERIFY(fig.series.front().y[1] > 0.05 && fig.series.front().y[1] < 0.2); // medians: about 0.1
+        const claims::Claim ordering = claims::modelOrderingClaim(r, 1, 100);
+        QCOMPARE(ordering.checks.size(), std::size_t{3});
+        QVERIFY(!ordering.checks[0].holds);
+        QVERIFY(ordering.checks[1].holds);
+        QVERIFY(!ordering.checks[2].holds);
+    }
+
+    void anAllocationFileIsReadBackAsASchemeSet()
+    {
+        const std::string text = R"({"format": "kvlens-allocation", "spec_hash": "00000000000000ab", "target_bits": 3,
+            "bits": 2.9, "predicted_loss": 0.4, "loss": "rel_mse_t", "layers": [
+            {"layer": 0, "k_bits": 3, "v_bits": 2, "scheme": "TQ"}, {"layer": 1, "k_bits": 4, "v_bits": 2},
+            {"layer": 2, "k_bits": 3, "v_bits": 2}]})";
+        auto file = allocationFromJson(text);
+        QVERIFY2(file.ok(), file.ok() ? "" : file.error().text().c_str());
+        QCOMPARE(file->specHash, std::uint64_t{0xab});
+        QCOMPARE(file->entries.size(), std::size_t{3});
+        const auto schemes = allocationSchemes(*file);
+        QCOMPARE(schemes.size(), std::size_t{2});
+        QCOMPARE(schemes[0].name, std::string("K3/V2"));
+        QCOMPARE(schemes[1].key.bits.at(2), 4);
+        QCOMPARE(schemes[1].value.bits.at(7), 2);
+        // In a spec, beside the file; the run stores at the file's widths whatever the budget.
+        {
+            std::ofstream out(path("allocation.json"));
+            out << text;
+        }
+        writeSafetensors(path("alloc.safetensors"), dumpTensors(3, 2, 2, 8, 4));
+        {
+            std::ofstream out(path("alloc_spec.json"));
+            out << R"({"regime": {"name": "model", "file": "alloc.safetensors", "layers": [0], "heads": [0],
+                "query_start": 4}, "d": 4, "tokens": 8, "queries": 4, "schemes": [{"allocation": "allocation.json"}, "KQV"],
+                "budgets": [2], "seeds": {"count": 1}})";
+        }
+        auto spec = loadSpecFile(path("alloc_spec.json"));
+        QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+        QCOMPARE(spec->schemes.size(), std::size_t{3});
+        QCOMPARE(spec->schemes[1].name, std::string("K4/V2"));
+        const ResultSet r = test::runSpec(*spec);
+        // Stored bits: the file's widths plus each vector's fp16 norm (16 bits over d = 4), at budget 2.
+        for (const TrialResult& t : r.trials)
+            if (t.key.scheme == 1) {
+                QCOMPARE(t.bits.key, 4.0 + 16.0 / 4.0);
+                QCOMPARE(t.bits.value, 2.0 + 16.0 / 4.0);
+            }
+    }
+
+    void aBadAllocationFileIsRefusedNamingTheField_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("field");
+        QTest::newRow("format") << R"({"format": "x", "layers": [{"layer": 0, "k_bits": 3, "v_bits": 2}]})" << "format";
+        QTest::newRow("width") << R"({"format": "kvlens-allocation", "layers": [{"layer": 0, "k_bits": 3, "v_bits": 2},
+            {"layer": 1, "k_bits": 9, "v_bits": 2}]})" << "layers[1].k_bits";
+        QTest::newRow("missing") << R"({"format": "kvlens-allocation", "layers": [{"layer": 0, "k_bits": 3}]})"
+                                 << "layers[0].v_bits";
+        QTest::newRow("twice") << R"({"format": "kvlens-allocation", "layers": [{"layer": 0, "k_bits": 3, "v_bits": 2},
+            {"layer": 0, "k_bits": 2, "v_bits": 2}]})" << "layers[1]";
+        QTest::newRow("hash") << R"({"format": "kvlens-allocation", "spec_hash": "zz",
+            "layers": [{"layer": 0, "k_bits": 3, "v_bits": 2}]})" << "spec_hash";
+        QTest::newRow("empty") << R"({"format": "kvlens-allocation", "layers": []})" << "layers";
+    }
+
+    void aBadAllocationFileIsRefusedNamingTheField()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, field);
+        auto file = allocationFromJson(text.toStdString());
+        QVERIFY(!file.ok());
+        QCOMPARE(QString::fromStdString(file.error().field), field);
     }
 };
 

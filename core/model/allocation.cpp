@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/model/allocation.h"
+
+#include "core/io/json_text.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <utility>
+
+namespace kvlens {
+
+namespace {
+
+using nlohmann::json;
+
+struct Bad {
+    std::string field, message;
+};
+
+int integerIn(const json& j, const std::string& field, int lo, int hi)
+{
+    if (!j.is_number_integer() && !(j.is_number_float() && j.get<double>() == static_cast<double>(static_cast<long long>(j.get<double>()))))
+        throw Bad{field, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+    const long long v = j.is_number_integer() ? j.get<long long>() : static_cast<long long>(j.get<double>());
+    if (v < lo || v > hi)
+        throw Bad{field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v)};
+    return static_cast<int>(v);
+}
+
+double number(const json& j, const std::string& field)
+{
+    if (!j.is_number())
+        throw Bad{field, "must be a number"};
+    return j.get<double>();
+}
+
+} // namespace
+
+Result<AllocationFile> allocationFromJson(std::string_view text)
+{
+    auto parsed = io::parseJsonText(text);
+    if (!parsed)
+        return parsed.error();
+    const json& j = *parsed;
+    try {
+        if (!j.is_object())
+            throw Bad{"", "an allocation file is a JSON object"};
+        if (!j.contains("format") || j["format"] != "kvlens-allocation")
+            throw Bad{"format", "must be \"kvlens-allocation\" (the file the model lens's advisor writes)"};
+        for (const auto& [key, value] : j.items())
+            if (!std::set<std::string>{"format", "spec_hash", "target_bits", "bits", "predicted_loss", "loss", "layers"}
+                     .count(key))
+                throw Bad{key, "unknown field of an allocation file"};
+        AllocationFile out;
+        if (j.contains("spec_hash")) {
+            if (!j["spec_hash"].is_string())
+                throw Bad{"spec_hash", "must be a string of 16 hex digits"};
+            const std::string h = j["spec_hash"].get<std::string>();
+            std::size_t used = 0;
+            try {
+                out.specHash = std::stoull(h, &used, 16);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (h.size() != 16 || used != h.size())
+                throw Bad{"spec_hash", "must be a string of 16 hex digits"};
+        }
+        for (const auto& [key, target] : {std::pair<const char*, double*>{"target_bits", &out.targetBits},
+                                          {"bits", &out.bits},
+                                          {"predicted_loss", &out.predictedLoss}})
+            if (j.contains(key))
+                *target = number(j[key], key);
+        if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty())
+            throw Bad{"layers", "must be a non-empty array of {\"layer\", \"k_bits\", \"v_bits\"}"};
+        std::set<std::pair<int, int>> seen;
+        for (std::size_t i = 0; i < j["layers"].size(); ++i) {
+            const std::string field = "layers[" + std::to_string(i) + "]";
+            const json& e = j["layers"][i];
+            if (!e.is_object())
+                throw Bad{field, "must be an object {\"layer\", \"k_bits\", \"v_bits\"}"};
+            for (const auto& [key, value] : e.items())
+                if (!std::set<std::string>{"layer", "head", "k_bits", "v_bits", "scheme"}.count(key))
+                    throw Bad{field + "." + key, "unknown field of an allocation entry"};
+            for (const char* key : {"layer", "k_bits", "v_bits"})
+                if (!e.contains(key))
+                    throw Bad{field + "." + key, "is missing"};
+            AllocationEntry entry;
+            entry.layer = integerIn(e["layer"], field + ".layer", 0, 1 << 16);
+            if (e.contains("head"))
+                entry.head = integerIn(e["head"], field + ".head", 0, 1 << 16);
+            entry.kBits = integerIn(e["k_bits"], field + ".k_bits", 1, 8);
+            entry.vBits = integerIn(e["v_bits"], field + ".v_bits", 1, 8);
+            if (!seen.insert({entry.layer, entry.head}).second)
+                throw Bad{field, "layer " + std::to_string(entry.layer)
+                                     + (entry.head >= 0 ? ", head " + std::to_string(entry.head) : std::string())
+                                     + " is given twice"};
+            out.entries.push_back(entry);
+        }
+        return out;
+    } catch (const Bad& b) {
+        return Error{b.field, b.message};
+    } catch (const json::exception& e) {
+        return Error{"", std::string("malformed allocation file: ") + e.what()};
+    }
+}
+
+PathConfig fixedWidthPath(int bits)
+{
+    PathConfig p;
+    p.rotation = Rotation::Wht;
+    p.quantizer = QuantizerKind::LloydBeta;
+    p.bits = BitsRule{false, bits};
+    return p;
+}
+
+SchemeConfig fixedWidthScheme(int kBits, int vBits, const std::string& name)
+{
+    return SchemeConfig{name.empty() ? "K" + std::to_string(kBits) + "/V" + std::to_string(vBits) : name,
+                        "K at " + std::to_string(kBits) + " bits, V at " + std::to_string(vBits)
+                            + " (WHT + Lloyd-Max, fixed widths)",
+                        fixedWidthPath(kBits), fixedWidthPath(vBits), false};
+}
+
+std::vector<SchemeConfig> allocationSchemes(const AllocationFile& file)
+{
+    std::vector<SchemeConfig> out;
+    std::set<std::pair<int, int>> seen;
+    for (const AllocationEntry& e : file.entries)
+        if (seen.insert({e.kBits, e.vBits}).second)
+            out.push_back(fixedWidthScheme(e.kBits, e.vBits));
+    return out;
+}
+
+} // namespace kvlens
