@@ -25,6 +25,7 @@
 #include <QDir>
 #include <QWidget>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -224,6 +225,19 @@ int finishRun(io::StagedDirectory& staged, int written, const std::string& repor
 
 namespace {
 
+/// `table` cut to its first kMaxTableLines lines, with a line saying how many more are in `file`.
+std::string clippedTable(const std::string& table, const char* file)
+{
+    constexpr int kMaxTableLines = 60;
+    std::size_t at = 0;
+    for (int line = 0; line < kMaxTableLines && at != std::string::npos; ++line)
+        at = table.find('\n', at == 0 && line == 0 ? 0 : at + 1);
+    if (at == std::string::npos || at + 1 >= table.size())
+        return table;
+    const auto more = std::count(table.begin() + static_cast<std::ptrdiff_t>(at) + 1, table.end(), '\n');
+    return table.substr(0, at + 1) + "... " + std::to_string(more) + " more lines in " + file + "\n";
+}
+
 /// Runs the advice as its own experiment beside uniform allocations, on the run's cells (CPU):
 /// one scheme per distinct (k, v) of the advice, each layer scored on its own pair; the best
 /// uniform split; TQ-KV and KQV at the integer budget. Empty (with `note`) when it cannot run.
@@ -407,7 +421,9 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         << static_cast<long long>(results.elapsedMs) << " ms\n";
     if (!results.regimeNote.empty())
         out << results.regimeNote << "\n";
-    out << summaryText(results) << "\n" << stats::comparisonsText(results, comparisons) << "\n"
+    // A whole model's map has thousands of rows: the terminal gets the first, the files every one.
+    out << clippedTable(summaryText(results), "summary.csv") << "\n"
+        << clippedTable(stats::comparisonsText(results, comparisons), "comparisons.csv") << "\n"
         << stats::proxiesText(proxies);
     const std::string& shown = shownDir.empty() ? outDir : shownDir;
     out << modelText;

@@ -27,6 +27,9 @@
 #include <QProgressBar>
 #include <QSaveFile>
 #include <QScrollArea>
+#include <QGuiApplication>
+#include <QScreen>
+#include <QVBoxLayout>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -61,7 +64,16 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     auto* dock = new QDockWidget(QStringLiteral("Experiment"), this);
     dock->setObjectName(QStringLiteral("ExperimentDock"));
-    dock->setWidget(scroll);
+    // Run and Cancel stay in view under the scrolling controls, whatever the screen height.
+    auto* dockContent = new QWidget(dock);
+    auto* dockLayout = new QVBoxLayout(dockContent);
+    dockLayout->setContentsMargins(0, 0, 0, 4);
+    dockLayout->addWidget(scroll, 1);
+    QWidget* runBar = m_controls->takeRunBar();
+    runBar->setParent(dockContent);
+    runBar->setContentsMargins(8, 0, 8, 0);
+    dockLayout->addWidget(runBar);
+    dock->setWidget(dockContent);
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
     scroll->setMinimumWidth(m_controls->sizeHint().width() + 24);
     addDockWidget(Qt::LeftDockWidgetArea, dock);
@@ -131,11 +143,22 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
 
     buildMenus();
     populateBackends();
-    resize(1280, 820);
+    // Content never sets the window's minimum: tabs, tables and status texts take the width they
+    // are given (tables scroll, labels clip with the full text in their tooltip).
+    for (widgets::ResultView* v : m_views)
+        v->setMinimumSize(320, 240);
+    m_message->setMinimumWidth(60);
+    m_message->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_status->setMinimumWidth(80);
+    m_status->setMaximumWidth(620);
+    fitToScreen();
     m_exportFolder = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
     if (m_restoreSettings) {
         QSettings s = settings();
-        restoreGeometry(s.value(QStringLiteral("geometry")).toByteArray());
+        // The saved geometry only where it still fits (a laptop after a large monitor).
+        const QRect fitted = geometry();
+        if (restoreGeometry(s.value(QStringLiteral("geometry")).toByteArray()) && !fitsScreen())
+            setGeometry(fitted);
         restoreState(s.value(QStringLiteral("windowState")).toByteArray());
         m_exportFolder = s.value(QStringLiteral("exportFolder"), m_exportFolder).toString();
         m_recent = s.value(QStringLiteral("recentSpecs")).toStringList();
@@ -185,6 +208,29 @@ void MainWindow::buildMenus()
                                           "<p>GPL-3.0-or-later. Built with Qt, QCustomPlot, Eigen and Boost.Math.</p>")
                                .arg(QStringLiteral(KVLENS_VERSION)));
     });
+}
+
+QRect MainWindow::availableScreenArea() const
+{
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    return screen ? screen->availableGeometry() : QRect(0, 0, 1280, 820);
+}
+
+void MainWindow::fitToScreen()
+{
+    // At most 1280 x 820, and never more than the screen gives (minus room for the frame).
+    const QRect area = availableScreenArea();
+    const int width = std::min(1280, area.width() - 16), height = std::min(820, area.height() - 40);
+    resize(std::max(640, width), std::max(480, height));
+    move(area.x() + std::max(0, (area.width() - frameGeometry().width()) / 2),
+         area.y() + std::max(0, (area.height() - frameGeometry().height()) / 2));
+}
+
+bool MainWindow::fitsScreen() const
+{
+    const QRect area = availableScreenArea();
+    return geometry().width() <= area.width() && geometry().height() <= area.height()
+           && area.intersects(geometry());
 }
 
 void MainWindow::buildPresetsMenu(QMenu* menu)
@@ -339,6 +385,8 @@ void MainWindow::onStarted(quint64 id, const QString& backend, qint64 total)
         return;
     m_backendLabel = backend;
     m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
+    m_progress->setFormat(QStringLiteral("%v / %m trials"));
+    m_runClock.start();
 }
 
 void MainWindow::onProgress(quint64 id, qint64 done, qint64 total)
@@ -347,6 +395,16 @@ void MainWindow::onProgress(quint64 id, qint64 done, qint64 total)
         return;
     m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
     m_progress->setValue(static_cast<int>(std::min<qint64>(done, 1 << 30)));
+    // The ETA extrapolates this run's rate, once it has run a second and finished a trial.
+    const double elapsed = m_runClock.isValid() ? m_runClock.elapsed() / 1000.0 : 0.0;
+    if (done > 0 && done < total && elapsed >= 1.0) {
+        const double eta = elapsed * static_cast<double>(total - done) / static_cast<double>(done);
+        m_progress->setFormat(QStringLiteral("%v / %m trials · ETA %1")
+                                  .arg(eta < 90.0 ? QStringLiteral("%1 s").arg(eta, 0, 'f', 0)
+                                                  : QStringLiteral("%1 min").arg(eta / 60.0, 0, 'f', 1)));
+    } else if (done >= total) {
+        m_progress->setFormat(QStringLiteral("%v / %m trials"));
+    }
 }
 
 void MainWindow::onPartial(quint64 id, const widgets::ViewData& data)
@@ -385,7 +443,7 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
                           .arg(data.figures ? data.figures->meanEntropy : 0.0, 0, 'f', 2)
                           .arg(uniformEntropy, 0, 'f', 2)
                           .arg(m_cacheText));
-    m_status->setToolTip(QStringLiteral("Backend · trials finished (new ones computed, the rest from the trial cache) · "
+    m_status->setToolTip(m_status->text() + QStringLiteral("\n\n") + QStringLiteral("Backend · trials finished (new ones computed, the rest from the trial cache) · "
                                         "run time · mean entropy of the exact attention (low entropy = peaked "
                                         "attention, where key errors hurt most) · the trial cache's use of its limit."));
     setMessage(cancelled ? QStringLiteral("cancelled after %1 trials").arg(r.trials.size())

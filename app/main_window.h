@@ -6,6 +6,7 @@
 #include "widgets/job_tracker.h"
 #include "widgets/view_data.h"
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QThread>
 #include <QTimer>
@@ -68,6 +69,11 @@ public slots:
     /// Runs paper B's validation of the controls' spec (three runs) on the worker.
     void startValidation();
 
+    /// Sizes the window to the screen's available area (at most 1280 x 820) and centres it.
+    void fitToScreen();
+    /// Whether the window lies within the screen's available area.
+    bool fitsScreen() const;
+
 signals:
     /// A run's final data has been drawn (or it failed: `error` non-empty).
     void runFinished(quint64 id, const QString& error);
@@ -80,7 +86,9 @@ signals:
 protected:
     void closeEvent(QCloseEvent* event) override;
 
+
 private:
+    QRect availableScreenArea() const;
     void buildMenus();
     void buildPresetsMenu(QMenu* menu);
     void onSpecEdited();
@@ -107,6 +115,7 @@ private:
     std::vector<widgets::ResultView*> m_views;
     widgets::ValidationView* m_validation = nullptr;
     QProgressBar* m_progress = nullptr;
+    QElapsedTimer m_runClock; ///< since the newest run started (for the ETA)
     QLabel* m_status = nullptr;
     QLabel* m_message = nullptr;
     QMenu* m_recentMenu = nullptr;

@@ -17,12 +17,9 @@ namespace kvlens::widgets {
 
 namespace {
 
-/// p as text, from its log when the value itself underflowed to 0.
 QString pText(const stats::PValue& p)
 {
-    if (p.p > 0.0)
-        return QString::number(p.p, 'g', 3);
-    return QStringLiteral("1e%1").arg(std::floor(p.logP / std::numbers::ln10));
+    return QString::fromStdString(stats::formatPValue(p, 3));
 }
 
 struct Column {

@@ -125,6 +125,14 @@ ControlPanel::ControlPanel(QWidget* parent)
     m_schemes->setMinimumHeight(170);
     for (const SchemeConfig& s : namedSchemes())
         addSchemeItem(s, false);
+    // A filter over names and descriptions; ticked schemes always stay listed.
+    m_schemeFilter = new QLineEdit(schemeGroup);
+    m_schemeFilter->setPlaceholderText(QStringLiteral("Filter schemes (KIVI, TQ, paper C…)"));
+    m_schemeFilter->setClearButtonEnabled(true);
+    m_schemeFilter->setToolTip(QStringLiteral("Show only schemes whose name or description contains this text; "
+                                              "ticked schemes stay listed."));
+    connect(m_schemeFilter, &QLineEdit::textChanged, this, &ControlPanel::applySchemeFilter);
+    schemeLayout->addWidget(m_schemeFilter);
     schemeLayout->addWidget(m_schemes);
     auto* budgetRow = new QHBoxLayout;
     budgetRow->addWidget(new QLabel(QStringLiteral("n ="), schemeGroup));
@@ -163,6 +171,9 @@ ControlPanel::ControlPanel(QWidget* parent)
     runForm->addRow(QStringLiteral("Backend"), m_backend);
     layout->addWidget(runGroup);
 
+    m_runBar = new QWidget(this);
+    auto* barLayout = new QVBoxLayout(m_runBar);
+    barLayout->setContentsMargins(0, 0, 0, 0);
     auto* buttons = new QHBoxLayout;
     m_run = new QPushButton(QStringLiteral("Run"), this);
     m_run->setToolTip(QStringLiteral("Run the experiment now (Ctrl+R)."));
@@ -176,8 +187,9 @@ ControlPanel::ControlPanel(QWidget* parent)
     m_autoRun->setToolTip(QStringLiteral("Restart the run shortly after any control changes."));
     buttons->addWidget(m_run);
     buttons->addWidget(m_cancel);
-    layout->addLayout(buttons);
-    layout->addWidget(m_autoRun);
+    barLayout->addLayout(buttons);
+    barLayout->addWidget(m_autoRun);
+    layout->addWidget(m_runBar);
     layout->addStretch(1);
 
     connect(m_run, &QPushButton::clicked, this, &ControlPanel::runRequested);
@@ -496,7 +508,25 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
     }
     selectBackend(spec);
     refreshSchemeLabels();
+    applySchemeFilter();
+    // The first ticked scheme in view: a preset's choice is never scrolled out of sight.
+    for (int row = 0; row < m_schemes->count(); ++row)
+        if (m_schemes->item(row)->checkState() == Qt::Checked) {
+            m_schemes->scrollToItem(m_schemes->item(row), QAbstractItemView::PositionAtTop);
+            break;
+        }
     m_shown = widgetSpec();
+}
+
+void ControlPanel::applySchemeFilter()
+{
+    const QString text = m_schemeFilter ? m_schemeFilter->text().trimmed() : QString();
+    for (int row = 0; row < m_schemes->count(); ++row) {
+        QListWidgetItem* item = m_schemes->item(row);
+        const bool match = text.isEmpty() || item->text().contains(text, Qt::CaseInsensitive)
+                           || item->toolTip().contains(text, Qt::CaseInsensitive);
+        item->setHidden(!match && item->checkState() != Qt::Checked);
+    }
 }
 
 void ControlPanel::selectBackend(const ExperimentSpec& spec)
@@ -525,6 +555,13 @@ void ControlPanel::setBackends(const QStringList& labels, const QStringList& val
     }
     const int at = m_backend->findData(current);
     m_backend->setCurrentIndex(at >= 0 ? at : 0);
+}
+
+QWidget* ControlPanel::takeRunBar()
+{
+    layout()->removeWidget(m_runBar);
+    m_runBar->setParent(nullptr);
+    return m_runBar;
 }
 
 bool ControlPanel::autoRun() const

@@ -43,6 +43,11 @@ public:
     void setBackends(const QStringList& labels, const QStringList& values);
 
     bool autoRun() const;
+    /// Run, Cancel and "Run on change", taken out of the panel (whose scroll area may hide them)
+    /// so the caller can keep them always visible; the caller owns the widget.
+    QWidget* takeRunBar();
+    /// The scheme list's filter box (names and descriptions; ticked schemes always listed).
+    QLineEdit* schemeFilter() const { return m_schemeFilter; }
     /// While a run is going: Run disabled, Cancel enabled.
     void setRunning(bool running);
 
@@ -68,6 +73,7 @@ signals:
     void cancelRequested();
 
 private:
+    void applySchemeFilter();
     void rebuildParams(const RegimeParams& values);
     void refreshSchemeLabels();
     void addSchemeItem(const SchemeConfig& scheme, bool checked);
@@ -98,6 +104,8 @@ private:
     QSpinBox* m_topK = nullptr;
     QComboBox* m_backend = nullptr;
     QCheckBox* m_autoRun = nullptr;
+    QWidget* m_runBar = nullptr;
+    QLineEdit* m_schemeFilter = nullptr;
     QPushButton* m_run = nullptr;
     QPushButton* m_cancel = nullptr;
     /// The spec last loaded: fields with no widget (name, comparisons, limits) are carried

@@ -52,6 +52,30 @@ PlotWidget::PlotWidget(QWidget* parent)
     // Merge bursts of updates from progressive results into one repaint.
     setPlottingHint(QCP::phImmediateRefresh, false);
     applyPaperStyle();
+    // A click on a legend entry hides or shows its series, as in every plotting tool.
+    connect(this, &QCustomPlot::legendClick, this, [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+        if (auto* entry = qobject_cast<QCPPlottableLegendItem*>(item); entry && m_series.contains(entry->plottable()))
+            toggleSeries(entry->plottable()->name());
+    });
+    connect(this, &QCustomPlot::beforeReplot, this, &PlotWidget::applyHidden);
+}
+
+void PlotWidget::toggleSeries(const QString& name)
+{
+    if (!m_hidden.remove(name))
+        m_hidden.insert(name);
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void PlotWidget::applyHidden()
+{
+    for (QCPAbstractPlottable* p : m_series) {
+        const bool hidden = m_hidden.contains(p->name());
+        p->setVisible(!hidden);
+        for (int i = 0; i < legend->itemCount(); ++i)
+            if (auto* entry = qobject_cast<QCPPlottableLegendItem*>(legend->item(i)); entry && entry->plottable() == p)
+                entry->setTextColor(hidden ? QColor(0xAA, 0xAA, 0xAA) : Qt::black);
+    }
 }
 
 void PlotWidget::applyPaperStyle(double basePointSize)

@@ -5,6 +5,7 @@
 #include <qcustomplot.h>
 
 #include <QColor>
+#include <QSet>
 #include <QString>
 #include <QVector>
 
@@ -55,6 +56,11 @@ public:
     /// Moves the legend out of the plot area into a row below it, `columns` entries wide.
     void placeLegendBelow(int columns);
 
+    /// Hides or shows the data series called `name` (what a click on its legend entry does); the
+    /// choice survives redraws with new data, and a hidden series' legend entry turns grey.
+    void toggleSeries(const QString& name);
+    bool seriesHidden(const QString& name) const { return m_hidden.contains(name); }
+
 signals:
     /// Emitted with the read-out text whenever the cursor is over a data point ("" otherwise).
     void hovered(const QString& text);
@@ -65,7 +71,10 @@ protected:
     virtual QString describePoint(const QCPGraph* graph, int index) const;
 
 private:
+    void applyHidden();
+
     QList<QCPAbstractPlottable*> m_series;
+    QSet<QString> m_hidden;
 };
 
 } // namespace kvlens::widgets

@@ -234,15 +234,9 @@ std::string comparisonsCsv(const ResultSet& results, const std::vector<Compariso
 
 namespace {
 
-/// "1.3e-24", or "<1e-300" style text from a log p when p itself underflows.
 std::string pText(const PValue& p)
 {
-    char buffer[48];
-    if (p.p > 0.0)
-        std::snprintf(buffer, sizeof buffer, "%.2g", p.p);
-    else
-        std::snprintf(buffer, sizeof buffer, "1e%.0f", std::floor(p.logP / std::numbers::ln10));
-    return buffer;
+    return formatPValue(p);
 }
 
 } // namespace

@@ -71,13 +71,13 @@ std::string formatSig(double value, int digits)
 
 std::string formatP(const stats::PValue& p)
 {
-    if (p.p >= 1e-300)
-        return formatSig(p.p, 2);
-    const double log10p = p.logP / std::numbers::ln10;
-    const double exponent = std::floor(log10p);
-    char text[64];
-    std::snprintf(text, sizeof text, "%.1fe%.0f", std::pow(10.0, log10p - exponent), exponent);
-    return text;
+    return stats::formatPValue(p);
+}
+
+std::string pEquals(const stats::PValue& p)
+{
+    const std::string text = formatP(p);
+    return text.front() == '<' ? "p " + text : "p = " + text;
 }
 
 void decide(Claim& claim)

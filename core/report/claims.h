@@ -47,8 +47,10 @@ bool withinRelative(double measured, double expected, double tolerance);
 /// Equivalence of a ratio: the interval [lower, upper] lies inside [1 / margin, margin] (margin > 1).
 bool equivalentRatio(double lower, double upper, double margin);
 
-/// "3.2e-05", or "1e-350" from the log when p underflows; "< 1e-300" style never hides the value.
+/// "3.2e-05"; "< 1e-300" below what a double holds (where no tail approximation is exact to a digit).
 std::string formatP(const stats::PValue& p);
+/// "p = 3.2e-05" or "p < 1e-300".
+std::string pEquals(const stats::PValue& p);
 /// A number with `digits` significant digits ("0.0271", "2.3e+03"; "n/a" when not finite).
 std::string formatSig(double value, int digits = 3);
 

@@ -93,7 +93,7 @@ Claim layerContrastClaim(const ResultSet& rs, const LayerContrastSpec& c, std::u
                 const std::string where = "layer " + std::to_string(layer) + ", n = " + std::to_string(n);
                 const std::string ratio = ratioText(1.0 / k.ratio, 1.0 / k.high, 1.0 / k.low);
                 claim.checks.push_back({where + (c.meanChecks ? ", typical query (medians)" : ""),
-                                        c.higher + " / " + c.lower + " " + ratio + ", p = " + formatP(k.p) + ", r = "
+                                        c.higher + " / " + c.lower + " " + ratio + ", " + pEquals(k.p) + ", r = "
                                             + signedText(k.r),
                                         holds});
                 std::vector<std::string> row{std::to_string(layer), std::to_string(n), formatSig(k.medianA),

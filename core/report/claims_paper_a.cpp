@@ -140,7 +140,7 @@ Claim kqvBeatsQkqvClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
             const std::string setting = (rs.spec.pointCount() > 1 ? settingLabel(rs, point) + ", " : "") + "n = " +
                                         std::to_string(n);
             const std::string measured = "QKQV/KQV median KL " + ratioText(1.0 / c.ratio, 1.0 / c.high, 1.0 / c.low) +
-                                         ", p = " + formatP(c.p) + ", r = " + signedText(c.r);
+                                         ", " + pEquals(c.p) + ", r = " + signedText(c.r);
             claim.checks.push_back({setting, measured, significantInDirection(c.p, c.r)});
             headline += (headline.empty() ? "" : "; ") + std::string("n = ") + std::to_string(n) + ": " + measured;
             table.rows.push_back({rs.spec.pointCount() > 1 ? settingLabel(rs, point) : runLabel(rs), std::to_string(n),
@@ -208,7 +208,7 @@ Claim klRatioClaim(const ResultSet& rs, std::uint64_t seed, int resamples, const
                 headline += (headline.empty() ? "" : "; ") + std::string("scale ") + formatSig(scale) + " → " +
                             ratioText(ratio, low, high);
                 claim.checks.push_back({"score scale " + formatSig(scale) + ", n = " + std::to_string(n),
-                                        "ratio " + ratioText(ratio, low, high) + ", p = " + formatP(c.p) +
+                                        "ratio " + ratioText(ratio, low, high) + ", " + pEquals(c.p) +
                                             ", r = " + signedText(c.r),
                                         significantInDirection(c.p, c.r) && withinRelative(ratio, 2.25, 0.20)});
             }
@@ -559,7 +559,7 @@ Claim lowRankClaim(const ResultSet& lowRank, const ResultSet& heavyTail, const M
                 const std::string name = prefix + lr.schemes[s].name;
                 claim.checks.push_back({name + ", n = " + std::to_string(n),
                                         "mean KL ratio " + formatSig(ratio) + " (" + formatSig(std::log10(ratio), 2) +
-                                            " decades), p = " + formatP(c.p) + ", r = " + signedText(c.r),
+                                            " decades), " + pEquals(c.p) + ", r = " + signedText(c.r),
                                         significantInDirection(c.p, c.r) && ratio >= 100.0});
                 table.rows.push_back({name, std::to_string(n), formatSig(mean(b)), formatSig(mean(a)), formatSig(ratio),
                                       formatSig(std::log10(ratio), 2), formatSig(c.medianB), formatSig(c.medianA),

@@ -89,13 +89,13 @@ Claim sqVsTqClaim(const ResultSet* gaussian, const ResultSet* heavyTail, const R
                 const Contrast c = contrast(tqD2, sqD2, ++s, resamples);
                 claim.checks.push_back({setting + ": TQ-KV beats SQ-KV",
                                         "d² SQ-KV / TQ-KV " + ratioText(1.0 / c.ratio, 1.0 / c.high, 1.0 / c.low) +
-                                            ", p = " + formatP(c.p) + ", r = " + signedText(c.r),
+                                            ", " + pEquals(c.p) + ", r = " + signedText(c.r),
                                         significantInDirection(c.p, c.r)});
             } else if (kind == 1) {
                 const Contrast c = contrast(sqD2, tqD2, ++s, resamples);
                 claim.checks.push_back({setting + ": SQ-KV beats TQ-KV",
                                         "d² TQ-KV / SQ-KV " + ratioText(1.0 / c.ratio, 1.0 / c.high, 1.0 / c.low) +
-                                            ", p = " + formatP(c.p) + ", r = " + signedText(c.r),
+                                            ", " + pEquals(c.p) + ", r = " + signedText(c.r),
                                         significantInDirection(c.p, c.r)});
             } else if (kind == 2 && n == 2 && plain >= 0) {
                 const double ratio = medians["Plain-KV"] / best;

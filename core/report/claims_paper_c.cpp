@@ -66,7 +66,7 @@ Claim headqClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
                                 significantInDirection(hk.p, hk.r)});
         claim.checks.push_back({nText + ": wrong sign worse than KIVI",
                                 "median KL ratio wrong / KIVI " + ratioText(1.0 / kw.ratio, 1.0 / kw.high, 1.0 / kw.low) +
-                                    ", p = " + formatP(kw.p) + ", r = " + signedText(kw.r),
+                                    ", " + pEquals(kw.p) + ", r = " + signedText(kw.r),
                                 significantInDirection(kw.p, kw.r)});
         claim.checks.push_back({nText + ": random basis does not do HeadQ's job",
                                 "median KL ratio HeadQ / random " + ratioText(hr.ratio, hr.low, hr.high) + ", p = " +

@@ -107,7 +107,7 @@ int addVpathChecks(Claim& claim, const VpathCell& c, double direction)
         const bool holds = significantInDirection(x->p, direction * x->r);
         holding += holds ? 1 : 0;
         claim.checks.push_back({setting + " [" + metric + "]",
-                                "ratio " + ratioText(x->ratio, x->low, x->high) + ", p = " + formatP(x->p) +
+                                "ratio " + ratioText(x->ratio, x->low, x->high) + ", " + pEquals(x->p) +
                                     ", r = " + signedText(x->r),
                                 holds});
     }

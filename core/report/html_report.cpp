@@ -73,7 +73,17 @@ th{background:#f3f3f3} caption{text-align:left;font-weight:600;padding:.3em 0}
 .holds{color:#009E73;font-weight:700} .fails{color:#D55E00;font-weight:700}
 figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#444}
 .meta{color:#555;font-size:.9em} .claim p{margin:.35em 0} code{background:#f5f5f5;padding:0 3px}
+details{margin:.5em 0} summary{cursor:pointer;font-weight:600;font-size:.9em}
+@media print{
+ body{max-width:none;margin:0;font-size:9pt} .scroll{overflow:visible}
+ table{font-size:6.5pt;width:100%;table-layout:fixed;word-wrap:break-word;overflow-wrap:anywhere}
+ td,th{padding:1px 3px} details:not([open])>*:not(summary){display:none}
+ figure{break-inside:avoid} h2{break-after:avoid} section.claim{break-before:auto}
+}
 )";
+
+/// Tables with at most this many rows start unfolded.
+constexpr std::size_t kOpenRows = 12;
 
 
 const std::string& svgOf(const ReportPage& p, const std::string& id)
@@ -184,14 +194,21 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
                     html(f.id) + ".pdf\">PDF</a>, <a href=\"figures/" + html(f.id) + ".svg\">SVG</a>, <a href=\"figures/" +
                     html(f.id) + ".csv\">CSV</a>.</figcaption></figure>\n";
         }
+        // The raw tables fold under the claim (open on screen when short), the verdict and figures stay in view.
+        const auto fold = [](const std::string& summary, std::size_t rows, const std::string& body) {
+            return std::string(rows > kOpenRows ? "<details>" : "<details open>") + "<summary>" + summary + " ("
+                   + std::to_string(rows) + " rows)</summary>\n" + body + "</details>\n";
+        };
         for (const Table& t : c.tables)
-            page += tableHtml(t);
-        page += "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
-                "<th>criterion holds</th></tr>\n";
+            page += fold(html(t.caption.empty() ? std::string("Table") : t.caption), t.rows.size(), tableHtml(t));
+        std::string checks = "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
+                             "<th>criterion holds</th></tr>\n";
         for (const Check& k : c.checks)
-            page += "<tr><td>" + html(k.setting) + "</td><td>" + html(k.measured) + "</td><td class=\"" +
-                    (k.holds ? "holds\">yes" : "fails\">no") + "</td></tr>\n";
-        page += "</table></div>\n</section>\n";
+            checks += "<tr><td>" + html(k.setting) + "</td><td>" + html(k.measured) + "</td><td class=\"" +
+                      (k.holds ? "holds\">yes" : "fails\">no") + "</td></tr>\n";
+        checks += "</table></div>\n";
+        page += fold("Checks", c.checks.size(), checks);
+        page += "</section>\n";
     }
 
     page += "<h2>Runs</h2>\n<div class=\"scroll\"><table><tr><th>preset</th><th>name</th><th>regime</th><th>d</th>"

@@ -2,6 +2,8 @@
 // Normal tails in log space: Boost.Math complement() in the body, Mills' ratio in the far tail.
 #include "core/stats/p_value.h"
 
+#include <cstdio>
+
 #include "core/common/math_policy.h"
 
 #include <boost/math/distributions/normal.hpp>
@@ -95,6 +97,15 @@ PValue atLeast(PValue p, double logFloor)
     PValue floor = pFromLog(logFloor);
     floor.method = PMethod::Floor;
     return floor;
+}
+
+std::string formatPValue(const PValue& p, int digits)
+{
+    if (!(p.p >= 1e-300))
+        return "< 1e-300";
+    char buffer[48];
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, p.p);
+    return buffer;
 }
 
 } // namespace kvlens::stats

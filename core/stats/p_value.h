@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace kvlens::stats {
@@ -23,6 +24,11 @@ struct PValue {
     double logP = 0.0;
     PMethod method = PMethod::Asymptotic;
 };
+
+/// p for people, with `digits` significant digits ("0.0032", "1.3e-24"), or "< 1e-300" below
+/// what a double holds: that far out the tails' approximations bound p but give no digit of it
+/// (the exact value stays in the tables' log10 columns). Every table, view and report prints p so.
+std::string formatPValue(const PValue& p, int digits = 2);
 
 /// PValue from its log: p = exp(logP), which underflows to 0 below logP ~ -745 while
 /// logP stays exact. logP must be <= 0 and not NaN.

@@ -96,6 +96,17 @@ private slots:
             QVERIFY2(verdict.match(html.mid(at, end - at)).hasMatch(), qPrintable(id));
         }
 
+        // Long tables fold under their claim (closed), short ones start open; the summary stays unfolded.
+        const QRegularExpression folded(QStringLiteral("<details><summary>Checks \\((\\d+) rows\\)</summary>"));
+        const QRegularExpressionMatch longChecks = folded.match(html);
+        QVERIFY(longChecks.hasMatch());
+        QVERIFY(longChecks.captured(1).toInt() > 12);
+        QVERIFY(html.contains(QStringLiteral("<details open><summary>Checks (")));
+        QVERIFY(html.indexOf(QStringLiteral("<details")) > html.indexOf(QStringLiteral("<h2>Summary</h2>")));
+        QVERIFY(html.indexOf(QStringLiteral("<details")) > html.indexOf(QStringLiteral("<section class=\"claim\"")));
+        QVERIFY(html.contains(QStringLiteral("@media print{")));
+        QVERIFY(!html.contains(QRegularExpression(QStringLiteral("\\d\\.\\de-[0-9]{4}")))); // no "5.9e-1337"
+
         // claims.csv: one row per claim, and each verdict is the rule applied to its checks in checks.csv.
         const auto claimRows = readCsv(out + QStringLiteral("/claims.csv"));
         QCOMPARE(claimRows.size(), 1 + kClaimIds.size());

@@ -146,8 +146,10 @@ private slots:
     void formatsTinyPValuesFromTheirLog()
     {
         QCOMPARE(QString::fromStdString(formatP(stats::PValue{0.0032, std::log(0.0032)})), QStringLiteral("0.0032"));
-        // log p = -800 nats: p = 10^-347.43 = 3.7e-348, far below what a double holds.
-        QCOMPARE(QString::fromStdString(formatP(stats::PValue{0.0, -800.0})), QStringLiteral("3.7e-348"));
+        // log p = -800 nats: p = 10^-347.43, far below what a double holds: a bound, not digits.
+        QCOMPARE(QString::fromStdString(formatP(stats::PValue{0.0, -800.0})), QStringLiteral("< 1e-300"));
+        QCOMPARE(QString::fromStdString(pEquals(stats::PValue{0.0, -800.0})), QStringLiteral("p < 1e-300"));
+        QCOMPARE(QString::fromStdString(pEquals(stats::PValue{2e-300, std::log(2e-300)})), QStringLiteral("p = 2e-300"));
         QCOMPARE(QString::fromStdString(formatSig(0.027123, 3)), QStringLiteral("0.0271"));
         QCOMPARE(QString::fromStdString(formatSig(NAN)), QStringLiteral("n/a"));
     }

@@ -171,6 +171,16 @@ private slots:
         QCOMPARE(one.logP, 0.0);
     }
 
+    void pValuesPrintAsBoundsBelowWhatADoubleHolds()
+    {
+        QCOMPARE(formatPValue(pFromLog(std::log(0.0032))), std::string("0.0032"));
+        QCOMPARE(formatPValue(pFromLog(std::log(1.27e-24)), 3), std::string("1.27e-24"));
+        QCOMPARE(formatPValue(pFromLog(std::log(2e-300))), std::string("2e-300"));
+        // 10^-1337 (log p = -3078.6): never "5.9e-1337", and never an underflowed "0".
+        QCOMPARE(formatPValue(pFromLog(-3078.6)), std::string("< 1e-300"));
+        QCOMPARE(formatPValue(pFromLog(std::log(1e-301))), std::string("< 1e-300"));
+    }
+
     // ---- ranks ---------------------------------------------------------------------------
 
     void averageRanksWithTies()

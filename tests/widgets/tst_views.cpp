@@ -123,6 +123,37 @@ private slots:
         QVERIFY(!rows.at(1).at(minus).isEmpty()); // intervals are exported with the points
     }
 
+    void clickingALegendEntryHidesItsSeriesUntilClickedAgain()
+    {
+        KlDistributionView view;
+        view.resize(800, 500);
+        view.setData(m_data);
+        view.show();
+        PlotWidget* plot = view.plot();
+        plot->replot();
+        QCPPlottableLegendItem* entry = nullptr;
+        for (int i = 0; i < plot->legend->itemCount() && !entry; ++i)
+            entry = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i));
+        QVERIFY(entry);
+        const QString name = entry->plottable()->name();
+        QVERIFY(entry->plottable()->visible());
+        QTest::mouseClick(plot, Qt::LeftButton, {}, entry->rect().center());
+        QVERIFY(plot->seriesHidden(name));
+        plot->replot();
+        QVERIFY(!entry->plottable()->visible());
+        // New data (a progressive snapshot) redraws every series: the hidden one stays hidden.
+        view.setData(m_data);
+        plot->replot();
+        int hidden = 0;
+        for (int i = 0; i < plot->plottableCount(); ++i)
+            hidden += plot->plottable(i)->name() == name && !plot->plottable(i)->visible() ? 1 : 0;
+        QVERIFY(hidden >= 1);
+        plot->toggleSeries(name);
+        plot->replot();
+        for (int i = 0; i < plot->plottableCount(); ++i)
+            QVERIFY(plot->plottable(i)->visible() || plot->plottable(i)->name() != name);
+    }
+
     void comparisonAndTheoryTables()
     {
         ComparisonView comparisons;

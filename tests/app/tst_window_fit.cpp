@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The window on a 1366 x 768 laptop screen (an offscreen screen of that size, see CMakeLists.txt):
+// it opens inside the screen, the status bar stays in view, and visiting tabs, running and
+// loading the preset with the longest scheme list never grow it.
+#include "app/main_window.h"
+#include "app/resources.h"
+#include "core/model/spec_json.h"
+#include "widgets/control_panel.h"
+
+#include <QFile>
+#include <QLineEdit>
+#include <QListWidget>
+
+#include <QApplication>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScreen>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTest>
+
+using namespace kvlens::app;
+
+class TestWindowFit : public QObject {
+    Q_OBJECT
+private slots:
+    void theScreenIsALaptops()
+    {
+        const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+        QCOMPARE(screen.size(), QSize(1366, 768));
+    }
+
+    void theWindowFitsAndNeverGrowsByItself()
+    {
+        initKvlensResources();
+        const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+        MainWindow window(false);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto inside = [&](const char* when) {
+            const QRect frame = window.frameGeometry();
+            QVERIFY2(screen.contains(frame), qPrintable(QStringLiteral("%1: window %2x%3+%4+%5 outside the screen")
+                                                          .arg(QLatin1String(when))
+                                                          .arg(frame.width())
+                                                          .arg(frame.height())
+                                                          .arg(frame.x())
+                                                          .arg(frame.y())));
+            QStatusBar* bar = window.statusBar();
+            QVERIFY(bar->isVisible());
+            const QRect barRect(bar->mapTo(&window, QPoint(0, 0)), bar->size());
+            QVERIFY2(window.rect().contains(barRect), when);
+            auto* progress = bar->findChild<QProgressBar*>();
+            QVERIFY(progress);
+            const QRect progressRect(progress->mapTo(&window, QPoint(0, 0)), progress->size());
+            QVERIFY2(window.rect().contains(progressRect) && progress->width() > 40, when);
+            // Run and Cancel: outside the dock's scroll area, so inside the window means in view.
+            for (const QString& text : {QStringLiteral("Run"), QStringLiteral("Cancel")}) {
+                QPushButton* button = nullptr;
+                for (QPushButton* b : window.findChildren<QPushButton*>())
+                    if (b->text() == text)
+                        button = b;
+                QVERIFY2(button && button->isVisible(), qPrintable(text));
+                QVERIFY2(!qobject_cast<QScrollArea*>(button->parentWidget()->parentWidget()), qPrintable(text));
+                const QRect r(button->mapTo(&window, QPoint(0, 0)), button->size());
+                QVERIFY2(window.rect().contains(r), qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(when), text)));
+            }
+        };
+        inside("opened");
+        const QSize opened = window.size();
+
+        // A run, then every tab visited.
+        QSignalSpy done(&window, &MainWindow::runFinished);
+        window.startRun();
+        QVERIFY(done.wait(60000));
+        auto* tabs = window.findChild<QTabWidget*>();
+        QVERIFY(tabs);
+        for (int i = 0; i < tabs->count(); ++i) {
+            tabs->setCurrentIndex(i);
+            QTest::qWait(20);
+        }
+        inside("after a run and every tab");
+        QVERIFY2(window.width() <= opened.width() && window.height() <= opened.height(),
+                 qPrintable(QStringLiteral("grew to %1x%2").arg(window.width()).arg(window.height())));
+    }
+
+    void aPresetsTickedSchemesAreInViewAndTheListFilters()
+    {
+        initKvlensResources();
+        MainWindow window(false);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QFile f(QStringLiteral(":/presets/paper_c_headq.json"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto spec = kvlens::specFromJson(f.readAll().toStdString());
+        QVERIFY(spec.ok());
+        window.loadSpec(*spec, false);
+        auto* panel = window.findChild<kvlens::widgets::ControlPanel*>();
+        QVERIFY(panel);
+        QListWidget* list = panel->schemeList();
+        QTest::qWait(20);
+        int ticked = 0, inView = 0;
+        for (int row = 0; row < list->count(); ++row)
+            if (list->item(row)->checkState() == Qt::Checked) {
+                ++ticked;
+                inView += list->viewport()->rect().intersects(list->visualItemRect(list->item(row))) ? 1 : 0;
+            }
+        QCOMPARE(ticked, static_cast<int>(spec->schemes.size()));
+        QVERIFY2(inView >= 1, "no ticked scheme in view");
+        // Filtering hides unticked schemes that do not match; ticked ones stay.
+        panel->schemeFilter()->setText(QStringLiteral("TQ-"));
+        for (int row = 0; row < list->count(); ++row) {
+            QListWidgetItem* item = list->item(row);
+            const bool keep = item->checkState() == Qt::Checked || item->text().contains(QStringLiteral("TQ-"))
+                              || item->toolTip().contains(QStringLiteral("TQ-"));
+            QCOMPARE(item->isHidden(), !keep);
+        }
+        panel->schemeFilter()->clear();
+        for (int row = 0; row < list->count(); ++row)
+            QVERIFY(!list->item(row)->isHidden());
+    }
+
+    void aSavedGeometryThatNoLongerFitsIsNotRestored()
+    {
+        MainWindow window(false);
+        window.setGeometry(0, 0, 1900, 1100); // saved on a large monitor
+        QVERIFY(!window.fitsScreen());
+        window.fitToScreen();
+        QVERIFY(window.fitsScreen());
+        QVERIFY(window.width() <= 1366 && window.height() <= 768);
+    }
+};
+
+QTEST_MAIN(TestWindowFit)
+#include "tst_window_fit.moc"
