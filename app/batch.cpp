@@ -190,7 +190,7 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
                << "\n";
     const int written = shard ? writeShardFiles(*results, *spec, *shard, staged->path(), options.outDir, report, err)
                               : writeRunFiles(*results, staged->path(), options.figures, report, err, options.outDir,
-                                              options.quiet);
+                                              options.quiet, options.figure);
     return finishRun(*staged, written, report.str(), out, err);
 }
 
@@ -314,7 +314,7 @@ std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const Bit
 } // namespace
 
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err, const std::string& shownDir, bool quiet)
+                  std::ostream& err, const std::string& shownDir, bool quiet, const widgets::ExportOptions& figureOptions)
 {
     if (auto made = makeDirectories(outDir); !made) {
         err << "kvlens: " << made.error().text() << "\n";
@@ -404,7 +404,7 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
 
         view->resize(900, 650);
         view->setData(data);
-        const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), widgets::ExportOptions{},
+        const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), figureOptions,
                                                  QByteArray::fromStdString(specJson));
         if (!outcome.ok()) {
             err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";

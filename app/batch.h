@@ -2,6 +2,8 @@
 // Headless batch mode: `kvlens --batch SPEC.json --out DIR` runs a spec and writes its files.
 #pragma once
 
+#include "widgets/figure_export.h"
+
 #include <iosfwd>
 #include <string>
 
@@ -37,6 +39,7 @@ struct BatchOptions {
     std::string shard;      ///< "i/n": run only shard i of n (see runBatch); empty: the whole spec
     bool shardGiven = false; ///< --shard was on the command line (so an empty value is refused)
     std::string reuseDir;   ///< --reuse: an earlier run directory whose matching trials are taken, not computed
+    widgets::ExportOptions figure; ///< --width, --dpi, --font-family, --font-size
 };
 
 /// The spec of a batch run: the file (or "default"), with --backend/--device applied, normalized.
@@ -73,7 +76,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err);
 /// allocation.json and allocation_check.csv: the advice is rerun as its own experiment, with a
 /// progress line on `err` unless `quiet`, and Ctrl-C cancels it like the run.
 int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err, const std::string& shownDir = {}, bool quiet = false);
+                  std::ostream& err, const std::string& shownDir = {}, bool quiet = false,
+                  const widgets::ExportOptions& figureOptions = {});
 
 /// `kvlens --batch SPEC --validate --out DIR`: runs the spec on the CPU backend, on the
 /// OpenCL device (same RNG: must agree to float tolerance) and on the CPU with the other RNG

@@ -2,6 +2,7 @@
 // kvlens entry point: subcommands that need no window first, then batch mode or the GUI.
 #include "app/backend_factory.h"
 #include "app/batch.h"
+#include "widgets/figure_export.h"
 #include "app/codebook_command.h"
 #include "app/main_window.h"
 #include "app/merge_command.h"
@@ -176,6 +177,19 @@ int run(int argc, char** argv)
                                             QStringLiteral("Shrink the --reproduce runs by this factor (tests)."),
                                             QStringLiteral("factor"));
     reproduceScaleOption.setFlags(QCommandLineOption::HiddenFromHelp);
+    const QCommandLineOption widthOption(QStringLiteral("width"),
+                                         QStringLiteral("Batch and reproduce: figure width, single (3.5 in), double (7 in) "
+                                                        "or inches."),
+                                         QStringLiteral("in"));
+    const QCommandLineOption dpiOption(QStringLiteral("dpi"), QStringLiteral("Batch and reproduce: PNG resolution (300)."),
+                                       QStringLiteral("dpi"));
+    const QCommandLineOption fontFamilyOption(QStringLiteral("font-family"),
+                                              QStringLiteral("Batch and reproduce: figure font family (DejaVu Sans)."),
+                                              QStringLiteral("family"));
+    const QCommandLineOption fontSizeOption(QStringLiteral("font-size"),
+                                            QStringLiteral("Batch and reproduce: figure base font size in pt (8 up to 4 in "
+                                                           "wide, 9 beyond); no text falls below 6 pt."),
+                                            QStringLiteral("pt"));
     const QCommandLineOption noFiguresOption(QStringLiteral("no-figures"),
                                              QStringLiteral("Batch mode: write the tables only, no figures."));
     const QCommandLineOption quitAfter(QStringLiteral("quit-after"),
@@ -193,6 +207,7 @@ int run(int argc, char** argv)
         QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory, "
                        "sweep, teaching, validation."),
         QStringLiteral("id"));
+    parser.addOptions({widthOption, dpiOption, fontFamilyOption, fontSizeOption});
     parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
                        quietOption, shardOption, reuseOption,
                        noFiguresOption, specOption, screenshotOption, viewOption,
@@ -206,7 +221,8 @@ int run(int argc, char** argv)
         return 2;
     }
     for (const QCommandLineOption* option : std::initializer_list<const QCommandLineOption*>{&batchOption, &outOption, &threadsOption, &backendOption, &deviceOption, &shardOption, &reuseOption, &specOption,
-          &screenshotOption, &viewOption, &quitAfter, &reproduceScaleOption}) {
+          &screenshotOption, &viewOption, &quitAfter, &reproduceScaleOption, &widthOption, &dpiOption, &fontFamilyOption,
+          &fontSizeOption}) {
         const QStringList values = parser.values(*option);
         const std::string name = option->names().front().toStdString();
         if (values.size() > 1) {
@@ -230,6 +246,17 @@ int run(int argc, char** argv)
         }
     }
 
+    const auto figure = kvlens::widgets::figureOptionsFrom(parser.value(widthOption), parser.value(dpiOption),
+                                                           parser.value(fontFamilyOption), parser.value(fontSizeOption));
+    if (!figure) {
+        std::cerr << "kvlens: " << figure.error().text() << "\n";
+        return 2;
+    }
+    for (const QCommandLineOption* option : {&widthOption, &dpiOption, &fontFamilyOption, &fontSizeOption})
+        if (parser.isSet(*option) && !parser.isSet(batchOption) && !parser.isSet(reproduceOption)) {
+            std::cerr << "kvlens: --" << option->names().front().toStdString() << " needs --batch SPEC or --reproduce\n";
+            return 2;
+        }
     for (const QCommandLineOption* option : {&shardOption, &reuseOption})
         if (parser.isSet(*option) && !parser.isSet(batchOption)) {
             std::cerr << "kvlens: --" << option->names().front().toStdString() << " needs --batch SPEC\n";
@@ -242,6 +269,8 @@ int run(int argc, char** argv)
         options.threads = threads;
         options.quiet = parser.isSet(quietOption);
         options.figures = !parser.isSet(noFiguresOption);
+        options.figure = *figure;
+        options.widthGiven = parser.isSet(widthOption);
         if (parser.isSet(reproduceScaleOption)) {
             bool ok = false;
             options.scale = parser.value(reproduceScaleOption).toDouble(&ok);
@@ -263,6 +292,7 @@ int run(int argc, char** argv)
         options.shard = parser.value(shardOption).toStdString();
         options.shardGiven = parser.isSet(shardOption);
         options.reuseDir = parser.value(reuseOption).toStdString();
+        options.figure = *figure;
         return kvlens::app::runBatch(options, std::cout, std::cerr);
     }
 

@@ -335,7 +335,9 @@ int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& r
             err << "kvlens: writing [" << i + 1 << "/" << runs.size() << "] presets/" << stem(runs[i].preset.file) << "\n";
         std::ostringstream tables;
         const std::string presetDir = dir + "/presets/" + stem(runs[i].preset.file);
-        if (const int status = writeRunFiles(runs[i].results, presetDir, options.figures, tables, err, {}, options.quiet); status != 0)
+        if (const int status = writeRunFiles(runs[i].results, presetDir, options.figures, tables, err, {}, options.quiet,
+                                              options.figure);
+            status != 0)
             return status;
         if (auto written = writeFileAtomic(presetDir + "/tables.txt", tables.str()); !written) {
             err << "kvlens: " << written.error().text() << "\n";
@@ -348,8 +350,8 @@ int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& r
     QWidget host;
     const QString figuresDir = QDir(QString::fromStdString(dir)).filePath(QStringLiteral("figures"));
     std::map<std::string, std::string> svgData; // figure id -> base64 SVG
-    widgets::ExportOptions exportOptions;
-    exportOptions.widthInches = 7.0;
+    widgets::ExportOptions exportOptions = options.figure;
+    exportOptions.widthInches = options.widthGiven ? options.figure.widthInches : 7.0;
     exportOptions.aspect = 0.55;
     exportOptions.png = false;
     for (const claims::Claim& claim : claimList) {

@@ -2,6 +2,8 @@
 // `kvlens --reproduce --out DIR`: runs the shipped presets and writes a self-contained HTML report of the papers' claims.
 #pragma once
 
+#include "widgets/figure_export.h"
+
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -15,6 +17,8 @@ struct ReproduceOptions {
     int threads = 0;        ///< 0: one per core
     bool quiet = false;     ///< no progress lines
     bool figures = true;    ///< every preset's views in DIR/presets/<preset>/figures, as --batch writes them
+    widgets::ExportOptions figure; ///< --width, --dpi, --font-family, --font-size (claim figures: 7 in unless --width)
+    bool widthGiven = false;
 };
 
 /// One preset the report runs, by file name in resources/presets.

@@ -7,12 +7,14 @@
 #include "widgets/result_view.h"
 
 #include <QDir>
+#include <QFontDatabase>
 #include <QFileInfo>
 #include <QSaveFile>
 #include <QSvgGenerator>
 #include <QTemporaryDir>
 #include <QTemporaryFile>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -59,6 +61,41 @@ QString writeViaTemporary(const QString& target, const std::function<bool(const 
     return QString();
 }
 
+/// The view's print layout while it lives (ResultView::beginPrint), the live one after.
+struct PrintMode {
+    PrintMode(ResultView& v, const ExportOptions& options) : view(v) { view.beginPrint(options.widthInches); }
+    ~PrintMode() { view.endPrint(); }
+    ResultView& view;
+};
+
+/// The print style and tick counts of an export while it lives; the live ones after.
+struct PrintLayout {
+    PrintLayout(PlotWidget& p, const ExportOptions& options) : plot(p), livePointSize(p.font().pointSizeF())
+    {
+        const double printPointSize = options.basePointSize > 0.0 ? options.basePointSize
+                                                                  : (options.widthInches <= 4.0 ? 8.0 : 9.0);
+        plot.deselectAll();
+        // The figure is laid out in points (1/72 in: the PDF and SVG page unit), but QCustomPlot
+        // measures fonts at the screen's logical DPI; scale the point size so text comes out at
+        // its nominal size on paper.
+        dpi = plot.logicalDpiY() > 0 ? plot.logicalDpiY() : 96.0;
+        plot.applyPaperStyle(printPointSize * 72.0 / dpi, kMinimumPrintPoints * 72.0 / dpi, options.fontFamily);
+        width = options.widthPoints();
+        height = options.heightPoints();
+        plot.fitTicksToPrint(width, height);
+    }
+    ~PrintLayout()
+    {
+        plot.applyPaperStyle(livePointSize);
+        plot.restoreLiveTicks();
+        plot.replot(QCustomPlot::rpQueuedReplot);
+    }
+    PlotWidget& plot;
+    double livePointSize;
+    double dpi = 96.0;
+    int width = 0, height = 0;
+};
+
 QString saveText(const QString& path, const QByteArray& contents)
 {
     if (io::faultFailsWrite(QFileInfo(path).fileName().toStdString()))
@@ -86,16 +123,10 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
         return out;
     }
     PlotWidget* plot = view.plot();
-    const double livePointSize = plot->font().pointSizeF();
-    const double printPointSize = options.basePointSize > 0.0 ? options.basePointSize
-                                                              : (options.widthInches <= 4.0 ? 8.0 : 9.0);
-    plot->deselectAll();
-    // The figure is laid out in points (1/72 in: the PDF and SVG page unit), but QCustomPlot
-    // measures fonts at the screen's logical DPI; scale the point size so text comes out at
-    // its nominal size on paper.
-    const double dpi = plot->logicalDpiY() > 0 ? plot->logicalDpiY() : 96.0;
-    plot->applyPaperStyle(printPointSize * 72.0 / dpi);
-    const int w = options.widthPoints(), h = options.heightPoints();
+    const PrintMode mode(view, options);
+    const PrintLayout print(*plot, options);
+    const double dpi = print.dpi;
+    const int w = print.width, h = print.height;
     const QString base = QDir(dir).filePath(stem);
     const QString title = view.viewTitle();
 
@@ -143,8 +174,6 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
     record(base + QStringLiteral(".csv"), saveText(base + QStringLiteral(".csv"), view.dataCsv().toUtf8()));
     record(base + QStringLiteral(".spec.json"), saveText(base + QStringLiteral(".spec.json"), specJson));
 
-    plot->applyPaperStyle(livePointSize);
-    plot->replot(QCustomPlot::rpQueuedReplot);
     return out;
 }
 
@@ -181,6 +210,104 @@ ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& 
         out.written << target;
     }
     return out;
+}
+
+PrintCheck checkPrint(ResultView& view, const ExportOptions& options)
+{
+    PrintCheck check;
+    if (!view.waitUntilDrawn())
+        return check;
+    PlotWidget* plot = view.plot();
+    const PrintMode mode(view, options);
+    const PrintLayout print(*plot, options);
+    const QRect live = plot->viewport();
+    plot->setViewport(QRect(0, 0, print.width, print.height));
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    const double toPoints = print.dpi / 72.0; // font sizes are set scaled by 72 / dpi
+    auto add = [&](const QString& what, const QString& text, const QFont& font, double scale = 1.0) {
+        check.texts.push_back({what, text, font.pointSizeF() * scale * toPoints});
+    };
+    for (QCPAxisRect* rect : plot->axisRects()) {
+        for (QCPAxis* axis : rect->axes()) {
+            if (!axis->visible())
+                continue;
+            if (isFormula(axis->label())) {
+                for (const FormulaLayout::Piece& piece : plot->formulaLayout(axis).pieces)
+                    add(QStringLiteral("axis label"), piece.text, piece.font);
+            } else if (!axis->label().trimmed().isEmpty()) {
+                add(QStringLiteral("axis label"), axis->label(), axis->labelFont());
+            }
+            if (!axis->tickLabels())
+                continue;
+            const bool exponents = PlotWidget::hasExponents(axis);
+            for (const PlotWidget::TickSpan& t : PlotWidget::tickLabelSpans(axis)) {
+                add(QStringLiteral("tick label"), t.label, axis->tickLabelFont());
+                if (exponents)
+                    add(QStringLiteral("tick exponent"), t.label, axis->tickLabelFont(), PlotWidget::kExponentScale);
+            }
+            check.overlaps << PlotWidget::tickOverlaps(axis);
+        }
+    }
+    QList<QCPLegend*> legends{plot->legend};
+    for (QCPAxisRect* rect : plot->axisRects())
+        for (int i = 0; i < rect->insetLayout()->elementCount(); ++i)
+            if (auto* l = qobject_cast<QCPLegend*>(rect->insetLayout()->elementAt(i)); l && !legends.contains(l))
+                legends << l;
+    for (QCPLegend* l : legends)
+        if (l && l->visible())
+            for (int i = 0; i < l->itemCount(); ++i)
+                if (auto* item = qobject_cast<QCPPlottableLegendItem*>(l->item(i)))
+                    add(QStringLiteral("legend"), item->plottable()->name(), item->font());
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(plot->item(i)); text && text->visible()) {
+            if (isFormula(text->text()))
+                for (const FormulaLayout::Piece& piece : layoutFormula(text->text(), text->font(), kMinimumPrintPoints * 72.0 / print.dpi).pieces)
+                    add(QStringLiteral("text"), piece.text, piece.font);
+            else
+                add(QStringLiteral("text"), text->text(), text->font());
+        }
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+        if (auto* title = qobject_cast<QCPTextElement*>(e); title && title->visible())
+            add(QStringLiteral("title"), title->text(), title->font());
+    plot->setViewport(live);
+    check.smallest = 1e9;
+    for (const PrintedText& t : check.texts)
+        check.smallest = std::min(check.smallest, t.points);
+    return check;
+}
+
+Result<ExportOptions> figureOptionsFrom(const QString& width, const QString& dpi, const QString& fontFamily,
+                                        const QString& fontSize)
+{
+    ExportOptions o;
+    if (!width.isEmpty()) {
+        bool ok = false;
+        const double inches = width == QLatin1String("single") ? 3.5 : width == QLatin1String("double") ? 7.0 : width.toDouble(&ok);
+        if (width != QLatin1String("single") && width != QLatin1String("double") && (!ok || !(inches >= 1.0 && inches <= 20.0)))
+            return Error{"--width", "must be single (3.5 in), double (7 in) or inches in [1, 20]; got '" + width.toStdString() + "'"};
+        o.widthInches = inches;
+    }
+    if (!dpi.isEmpty()) {
+        bool ok = false;
+        const int value = dpi.toInt(&ok);
+        if (!ok || value < 72 || value > 1200)
+            return Error{"--dpi", "must be an integer in [72, 1200]; got '" + dpi.toStdString() + "'"};
+        o.dpi = value;
+    }
+    if (!fontSize.isEmpty()) {
+        bool ok = false;
+        const double pt = fontSize.toDouble(&ok);
+        if (!ok || !(pt >= 5.0 && pt <= 24.0))
+            return Error{"--font-size", "must be a size in pt in [5, 24]; got '" + fontSize.toStdString() + "'"};
+        o.basePointSize = pt;
+    }
+    if (!fontFamily.isEmpty()) {
+        if (!QFontDatabase::families().contains(fontFamily, Qt::CaseInsensitive))
+            return Error{"--font-family", "no installed font family '" + fontFamily.toStdString()
+                                              + "' (fc-list : family lists them; the default is DejaVu Sans)"};
+        o.fontFamily = fontFamily;
+    }
+    return o;
 }
 
 } // namespace kvlens::widgets

@@ -2,6 +2,8 @@
 // Figure export for papers: PDF and SVG (vector, text as text), PNG at a chosen DPI, with data and spec beside.
 #pragma once
 
+#include "core/common/result.h"
+
 #include <QByteArray>
 #include <QString>
 #include <QStringList>
@@ -14,6 +16,9 @@ namespace kvlens::widgets {
 class ResultView;
 
 /// Physical size and formats of an exported figure.
+/// No text of an exported figure is smaller than this, exponents included (in pt on paper).
+inline constexpr double kMinimumPrintPoints = 6.0;
+
 struct ExportOptions {
     double widthInches = 3.5;  ///< 3.5 in: single column; 7 in: double column
     double aspect = 0.75;      ///< height / width
@@ -22,6 +27,7 @@ struct ExportOptions {
     bool svg = true;
     bool png = true;
     double basePointSize = 0.0; ///< font size in pt; 0 picks 8 pt up to 4 in wide, 9 pt beyond
+    QString fontFamily = QStringLiteral("DejaVu Sans"); ///< embedded in the PDF as a subset
 
     /// Width and height in points (1/72 in), the unit of the PDF and SVG page.
     int widthPoints() const;
@@ -51,5 +57,27 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
 ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& dir,
                           const std::function<QString(const ResultView&)>& stemFor, const ExportOptions& options,
                           const QByteArray& specJson);
+
+/// A text of a figure as printed: what it is, its text and its size on paper in points.
+struct PrintedText {
+    QString what; ///< "axis label", "tick label", "tick exponent", "legend", "text", "title"
+    QString text;
+    double points = 0.0;
+};
+/// The legibility of a view exported with `options`: every text it prints with its size, the
+/// smallest size, and each pair of neighbouring tick labels whose extents along their axis
+/// overlap (laid out as QCustomPlot lays them out at the print size).
+struct PrintCheck {
+    std::vector<PrintedText> texts;
+    double smallest = 0.0;
+    QStringList overlaps;
+};
+PrintCheck checkPrint(ResultView& view, const ExportOptions& options);
+
+/// Figure options from the command line: `width` "single" (3.5 in), "double" (7 in) or inches in
+/// [1, 20]; `dpi` in [72, 1200]; `fontSize` in pt in [5, 24]; `fontFamily` an installed family.
+/// Empty strings keep the defaults. Errors name the option and its allowed values.
+Result<ExportOptions> figureOptionsFrom(const QString& width, const QString& dpi, const QString& fontFamily,
+                                        const QString& fontSize);
 
 } // namespace kvlens::widgets

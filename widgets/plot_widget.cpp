@@ -2,6 +2,8 @@
 // Shared figure style, hover read-out, and the CSV of the plotted points.
 #include "widgets/plot_widget.h"
 
+#include "widgets/formula_label.h"
+
 #include <QToolTip>
 
 #include <algorithm>
@@ -43,9 +45,65 @@ QCPScatterStyle::ScatterShape seriesShape(int i)
     return shapes[((i % 8) + 8) % 8];
 }
 
+namespace {
+
+/// Draws the plot's formula axis labels (on the overlay layer, after the axes have laid out theirs).
+class FormulaLabels final : public QCPLayerable {
+public:
+    explicit FormulaLabels(PlotWidget* plot) : QCPLayerable(plot, QStringLiteral("overlay")), m_plot(plot) {}
+
+protected:
+    void applyDefaultAntialiasingHint(QCPPainter* painter) const override
+    {
+        applyAntialiasingHint(painter, true, QCP::aeOther);
+    }
+    void draw(QCPPainter* painter) override { m_plot->drawFormulaLabels(*painter); }
+
+private:
+    PlotWidget* m_plot;
+};
+
+/// The rectangle QCustomPlot drew an axis's label in, found by asking the axis which part lies
+/// along a line out from the middle of its axis rect (null when the label is not drawn).
+QRectF labelBox(const QCPAxis* axis)
+{
+    const QCPAxisRect* rect = axis->axisRect();
+    const QRect r = rect->rect();
+    const QMargins m = rect->margins();
+    double lo = 1e9, hi = -1e9;
+    auto probe = [&](QPointF at, double coordinate) {
+        if (axis->getPartAt(at) == QCPAxis::spAxisLabel) {
+            lo = std::min(lo, coordinate);
+            hi = std::max(hi, coordinate);
+        }
+    };
+    switch (axis->axisType()) {
+    case QCPAxis::atBottom:
+        for (int y = r.bottom(); y <= r.bottom() + m.bottom() + 1; ++y)
+            probe(QPointF(r.center().x(), y), y);
+        return hi >= lo ? QRectF(r.left(), lo, r.width(), hi - lo + 1) : QRectF();
+    case QCPAxis::atTop:
+        for (int y = r.top(); y >= r.top() - m.top() - 1; --y)
+            probe(QPointF(r.center().x(), y), y);
+        return hi >= lo ? QRectF(r.left(), lo, r.width(), hi - lo + 1) : QRectF();
+    case QCPAxis::atLeft:
+        for (int x = r.left(); x >= r.left() - m.left() - 1; --x)
+            probe(QPointF(x, r.center().y()), x);
+        return hi >= lo ? QRectF(lo, r.top(), hi - lo + 1, r.height()) : QRectF();
+    case QCPAxis::atRight:
+        for (int x = r.right(); x <= r.right() + m.right() + 1; ++x)
+            probe(QPointF(x, r.center().y()), x);
+        return hi >= lo ? QRectF(lo, r.top(), hi - lo + 1, r.height()) : QRectF();
+    }
+    return QRectF();
+}
+
+} // namespace
+
 PlotWidget::PlotWidget(QWidget* parent)
     : QCustomPlot(parent)
 {
+    new FormulaLabels(this);
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     setMouseTracking(true);
     legend->setVisible(true);
@@ -67,8 +125,50 @@ void PlotWidget::toggleSeries(const QString& name)
     replot(QCustomPlot::rpQueuedReplot);
 }
 
+void PlotWidget::drawFormulaLabels(QPainter& painter)
+{
+    for (QCPAxisRect* rect : axisRects())
+        for (QCPAxis* axis : rect->axes()) {
+            if (!axis->visible() || !isFormula(axis->label()))
+                continue;
+            const QRectF box = labelBox(axis);
+            if (box.isNull())
+                continue;
+            const FormulaLayout layout = formulaLayout(axis, painter.device());
+            const bool vertical = axis->orientation() == Qt::Vertical;
+            painter.save();
+            painter.translate(box.center());
+            if (vertical)
+                painter.rotate(axis->axisType() == QCPAxis::atLeft ? -90.0 : 90.0);
+            paintFormula(painter, layout, QPointF(-layout.width / 2.0, (layout.ascent - layout.descent) / 2.0), Qt::black);
+            painter.restore();
+        }
+    // Text items in formula markup (the 6D matrix's diagonal names), centred on their position.
+    for (int i = 0; i < itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(item(i));
+        if (!text || !text->visible() || !isFormula(text->text()))
+            continue;
+        const FormulaLayout layout = layoutFormula(text->text(), text->font(), m_minimumPointSize, painter.device());
+        const QPointF at = text->position->pixelPosition();
+        paintFormula(painter, layout, at + QPointF(-layout.width / 2.0, (layout.ascent - layout.descent) / 2.0),
+                     Qt::black);
+    }
+}
+
+FormulaLayout PlotWidget::formulaLayout(const QCPAxis* axis, QPaintDevice* device) const
+{
+    return layoutFormula(axis->label(), axis->labelFont(), m_minimumPointSize, device);
+}
+
 void PlotWidget::applyHidden()
 {
+    // Formula labels: QCustomPlot keeps their room (drawn transparent), FormulaLabels paints them.
+    for (QCPAxisRect* rect : axisRects())
+        for (QCPAxis* axis : rect->axes())
+            axis->setLabelColor(isFormula(axis->label()) ? QColor(0, 0, 0, 0) : QColor(Qt::black));
+    for (int i = 0; i < itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(item(i)); text && isFormula(text->text()))
+            text->setColor(QColor(0, 0, 0, 0));
     for (QCPAbstractPlottable* p : m_series) {
         const bool hidden = m_hidden.contains(p->name());
         p->setVisible(!hidden);
@@ -78,16 +178,19 @@ void PlotWidget::applyHidden()
     }
 }
 
-void PlotWidget::applyPaperStyle(double basePointSize)
+void PlotWidget::applyPaperStyle(double basePointSize, double minimumPointSize, const QString& family)
 {
-    QFont font(QStringLiteral("DejaVu Sans"));
-    font.setPointSizeF(basePointSize);
+    m_minimumPointSize = minimumPointSize;
+    QFont font(family);
+    font.setPointSizeF(std::max(basePointSize, minimumPointSize));
     setFont(font);
     setBackground(Qt::white);
-    QFont tickFont = font;
-    tickFont.setPointSizeF(basePointSize * 0.85);
     for (QCPAxisRect* rect : axisRects()) {
         for (QCPAxis* axis : rect->axes()) {
+            // QCustomPlot draws a 10^k exponent at 3/4 of the tick font: that one sets the floor there.
+            QFont tickFont = font;
+            const double floor = hasExponents(axis) ? minimumPointSize / kExponentScale : minimumPointSize;
+            tickFont.setPointSizeF(std::max(basePointSize * 0.85, floor));
             axis->setLabelFont(font);
             axis->setTickLabelFont(tickFont);
             axis->setBasePen(QPen(Qt::black, 0));
@@ -98,7 +201,7 @@ void PlotWidget::applyPaperStyle(double basePointSize)
         }
     }
     QFont legendFont = font;
-    legendFont.setPointSizeF(basePointSize * 0.8);
+    legendFont.setPointSizeF(std::max(basePointSize * 0.8, minimumPointSize));
     // Legend geometry follows the font, so small print sizes get a compact legend.
     const int em = std::max(4, static_cast<int>(std::lround(basePointSize)));
     // Panels may carry their own legends in their inset layouts (the teaching view); style them alike.
@@ -188,6 +291,113 @@ int PlotWidget::seriesCount() const
     return count;
 }
 
+bool PlotWidget::hasExponents(const QCPAxis* axis)
+{
+    return axis->numberFormat().contains(QLatin1Char('b'));
+}
+
+std::vector<PlotWidget::TickSpan> PlotWidget::tickLabelSpans(const QCPAxis* axis)
+{
+    std::vector<TickSpan> spans;
+    if (!axis->visible() || !axis->tickLabels())
+        return spans;
+    const bool horizontal = axis->orientation() == Qt::Horizontal;
+    const bool exponents = hasExponents(axis);
+    QFont expFont = axis->tickLabelFont();
+    expFont.setPointSizeF(expFont.pointSizeF() * kExponentScale);
+    const QFontMetricsF fm(axis->tickLabelFont()), fe(expFont);
+    const QVector<double> ticks = axis->tickVector();
+    const QVector<QString> labels = axis->tickVectorLabels();
+    for (int i = 0; i < ticks.size() && i < labels.size(); ++i) {
+        if (!axis->range().contains(ticks[i]) || labels[i].isEmpty())
+            continue;
+        const QString& label = labels[i];
+        double extent = fm.height();
+        if (horizontal) {
+            // A 10^k label is laid out as its base, then the exponent at 3/4 size.
+            const int at = exponents ? label.indexOf(QStringLiteral("10")) : -1;
+            extent = at >= 0 ? fm.horizontalAdvance(label.left(at + 2))
+                                   + fe.horizontalAdvance(QString::number(std::round(std::log10(ticks[i]))))
+                             : fm.horizontalAdvance(label);
+        }
+        const double centre = axis->coordToPixel(ticks[i]);
+        spans.push_back({centre - extent / 2.0, centre + extent / 2.0, label, ticks[i]});
+    }
+    std::sort(spans.begin(), spans.end(), [](const TickSpan& a, const TickSpan& b) { return a.from < b.from; });
+    return spans;
+}
+
+QStringList PlotWidget::tickOverlaps(const QCPAxis* axis)
+{
+    QStringList out;
+    const std::vector<TickSpan> spans = tickLabelSpans(axis);
+    for (std::size_t k = 1; k < spans.size(); ++k)
+        if (spans[k].from < spans[k - 1].to + 1.0) // a point of air between neighbours
+            out << QStringLiteral("%1 axis: \"%2\" and \"%3\"")
+                       .arg(axis->orientation() == Qt::Horizontal ? QStringLiteral("x") : QStringLiteral("y"),
+                            spans[k - 1].label, spans[k].label);
+    return out;
+}
+
+void PlotWidget::fitTicksToPrint(int widthPoints, int heightPoints)
+{
+    // Lay the figure out at its print size (the page is in points) to learn each axis's length.
+    const QRect live = viewport();
+    m_liveTicks.clear();
+    setViewport(QRect(0, 0, widthPoints, heightPoints));
+    replot(QCustomPlot::rpImmediateRefresh);
+    QList<QCPAxis*> crowded;
+    for (QCPAxisRect* rect : axisRects()) {
+        for (QCPAxis* axis : rect->axes()) {
+            if (!axis->visible() || !axis->tickLabels() || axis->ticker().dynamicCast<QCPAxisTickerText>())
+                continue;
+            const bool horizontal = axis->orientation() == Qt::Horizontal;
+            const double length = horizontal ? rect->width() : rect->height();
+            const QFontMetricsF fm(axis->tickLabelFont());
+            // Room per label: a typical label's extent along the axis plus an em of air.
+            const double label = horizontal ? fm.horizontalAdvance(QStringLiteral("0.000")) + fm.height()
+                                            : 2.2 * fm.height();
+            const int room = std::max(2, static_cast<int>(length / label));
+            const auto log = axis->ticker().dynamicCast<QCPAxisTickerLog>();
+            m_liveTicks.push_back({axis->ticker(), axis->ticker()->tickCount(), log ? log->subTickCount() : 0});
+            if (log) {
+                // Every decade the range spans gets its label while they fit; minor ticks between.
+                const QCPRange r = axis->range();
+                const int decades = r.lower > 0.0 && r.upper > r.lower
+                                        ? static_cast<int>(std::ceil(std::log10(r.upper / r.lower) - 1e-9))
+                                        : 1;
+                log->setTickCount(std::max(1, std::min(decades, room)));
+                log->setSubTickCount(decades <= room ? 8 : 0);
+            } else {
+                axis->ticker()->setTickCount(std::min(room, horizontal ? 6 : 5));
+            }
+            crowded << axis;
+        }
+    }
+    // Then fewer ticks wherever labels still touch (a plain ticker on a log axis crowds one end).
+    for (int pass = 0; pass < 6 && !crowded.isEmpty(); ++pass) {
+        replot(QCustomPlot::rpImmediateRefresh);
+        QList<QCPAxis*> still;
+        for (QCPAxis* axis : crowded)
+            if (!tickOverlaps(axis).isEmpty() && axis->ticker()->tickCount() > 1) {
+                axis->ticker()->setTickCount(axis->ticker()->tickCount() - 1);
+                still << axis;
+            }
+        crowded = still;
+    }
+    setViewport(live);
+}
+
+void PlotWidget::restoreLiveTicks()
+{
+    for (const LiveTicks& t : m_liveTicks) {
+        t.ticker->setTickCount(t.tickCount);
+        if (auto log = t.ticker.dynamicCast<QCPAxisTickerLog>())
+            log->setSubTickCount(t.subTickCount);
+    }
+    m_liveTicks.clear();
+}
+
 void PlotWidget::setLogAxis(QCPAxis* axis)
 {
     axis->setScaleType(QCPAxis::stLogarithmic);
@@ -197,17 +407,68 @@ void PlotWidget::setLogAxis(QCPAxis* axis)
     axis->setNumberPrecision(0);
 }
 
+namespace {
+
+/// Log-axis ticks inside a few decades: the densest of 1-2-...-9, 1-2-5, 1-3 or 1 per decade whose
+/// label count fits the ticker's tick count, labelled as plain numbers (0.005, 0.01, 0.02), with
+/// minor ticks at every other integer multiple of a power of ten.
+class LogMantissaTicker final : public QCPAxisTicker {
+public:
+    void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision, QVector<double>& ticks,
+                  QVector<double>* subTicks, QVector<QString>* tickLabels) override
+    {
+        ticks.clear();
+        if (subTicks)
+            subTicks->clear();
+        if (tickLabels)
+            tickLabels->clear();
+        if (!(range.lower > 0.0) || !(range.upper > range.lower))
+            return;
+        static const std::vector<std::vector<int>> sets = {{1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 5}, {1, 3}, {1}};
+        const int k0 = static_cast<int>(std::floor(std::log10(range.lower))) - 1;
+        const int k1 = static_cast<int>(std::ceil(std::log10(range.upper))) + 1;
+        auto inRange = [&](const std::vector<int>& mantissas) {
+            QVector<double> out;
+            for (int k = k0; k <= k1; ++k)
+                for (int m : mantissas) {
+                    const double v = m * std::pow(10.0, k);
+                    if (v >= range.lower * (1 - 1e-12) && v <= range.upper * (1 + 1e-12))
+                        out.push_back(v);
+                }
+            return out;
+        };
+        for (const auto& set : sets) {
+            ticks = inRange(set);
+            if (ticks.size() <= std::max(1, tickCount()) || &set == &sets.back())
+                break;
+        }
+        if (subTicks)
+            for (double v : inRange(sets.front()))
+                if (!ticks.contains(v))
+                    subTicks->push_back(v);
+        if (tickLabels)
+            for (double v : ticks)
+                tickLabels->push_back(locale.toString(v, formatChar.toLatin1(), precision));
+    }
+};
+
+} // namespace
+
 void PlotWidget::tuneLogAxis(QCPAxis* axis)
 {
     const QCPRange r = axis->range();
-    const bool decades = r.lower > 0.0 && r.upper / r.lower >= 100.0;
+    const bool decades = r.lower > 0.0 && r.upper / r.lower >= 1000.0;
     if (decades) {
-        axis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+        // One label per decade the data span (as many as fit), minor ticks at 2..9 between.
+        QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+        ticker->setTickCount(std::max(2, static_cast<int>(std::ceil(std::log10(r.upper / r.lower) - 1e-9))));
+        ticker->setSubTickCount(8);
+        axis->setTicker(ticker);
         axis->setNumberFormat(QStringLiteral("eb"));
         axis->setNumberPrecision(0);
     } else {
-        // Inside a decade, power-of-ten ticks leave the axis nearly unlabelled.
-        axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        // Within three decades, power-of-ten ticks leave the axis nearly unlabelled: 1-2-5 steps.
+        axis->setTicker(QSharedPointer<QCPAxisTicker>(new LogMantissaTicker));
         axis->setNumberFormat(QStringLiteral("g"));
         axis->setNumberPrecision(3);
     }

@@ -2,12 +2,16 @@
 // The one QCustomPlot subclass that owns how every KVLens figure looks, reads out points, and lists its data.
 #pragma once
 
+#include "widgets/formula_label.h"
+
 #include <qcustomplot.h>
 
 #include <QColor>
 #include <QSet>
 #include <QString>
 #include <QVector>
+
+#include <vector>
 
 namespace kvlens::widgets {
 
@@ -28,8 +32,35 @@ class PlotWidget : public QCustomPlot {
 public:
     explicit PlotWidget(QWidget* parent = nullptr);
 
-    /// Applies the print style (white background, black axes, given base font size in pt).
-    void applyPaperStyle(double basePointSize = 9.0);
+    /// Applies the print style (white background, black axes, given base font size in pt); no
+    /// text, 10^k exponents included, is set below `minimumPointSize`.
+    void applyPaperStyle(double basePointSize = 9.0, double minimumPointSize = 0.0,
+                         const QString& family = QStringLiteral("DejaVu Sans"));
+    /// QCustomPlot's size for the exponent of a 10^k tick label, relative to the tick font.
+    static constexpr double kExponentScale = 0.75;
+    /// Whether the axis draws 10^k tick labels (number format "eb").
+    static bool hasExponents(const QCPAxis* axis);
+    /// Chooses each axis's tick count from its length at the given print size (in points), so
+    /// labels never crowd: linear axes get at most one label per label width plus an em, log
+    /// axes one per decade while they fit (with minor ticks), fewer otherwise.
+    void fitTicksToPrint(int widthPoints, int heightPoints);
+    /// Where each tick label of an axis lies along it (pixels of the last layout), left to right
+    /// or bottom to top, as QCustomPlot lays them out (a 10^k label: base, then a 3/4-size exponent).
+    struct TickSpan {
+        double from = 0.0, to = 0.0;
+        QString label;
+        double value = 0.0;
+    };
+    static std::vector<TickSpan> tickLabelSpans(const QCPAxis* axis);
+    /// Neighbouring tick labels of the axis with less than a point between them ("x axis: "0.04" and "0.05"").
+    static QStringList tickOverlaps(const QCPAxis* axis);
+    /// Paints the axis labels written in formula markup (formula_label.h), where QCustomPlot
+    /// laid out their room; called by the plot's overlay layer.
+    void drawFormulaLabels(QPainter& painter);
+    /// How an axis's formula label is laid out in its current font (for tests and drawing).
+    FormulaLayout formulaLayout(const QCPAxis* axis, QPaintDevice* device = nullptr) const;
+    /// Puts back the tick counts fitTicksToPrint changed.
+    void restoreLiveTicks();
 
     /// Removes every graph, plottable, item and extra axis rect, keeping one axis rect.
     void resetPlot();
@@ -50,8 +81,9 @@ public:
 
     /// Makes an axis logarithmic (call tuneLogAxis once its range is known).
     static void setLogAxis(QCPAxis* axis);
-    /// Picks log tick labels for the axis's current range: 10^k powers when it spans two
-    /// decades or more, plain numbers (0.3, 0.5, 1) inside a narrower range.
+    /// Picks log tick labels for the axis's current range: 10^k powers (every decade, minor
+    /// ticks between) when it spans three decades or more, plain 1-2-5 numbers (0.005, 0.01,
+    /// 0.02) inside a narrower range.
     static void tuneLogAxis(QCPAxis* axis);
     /// Moves the legend out of the plot area into a row below it, `columns` entries wide.
     void placeLegendBelow(int columns);
@@ -75,6 +107,12 @@ private:
 
     QList<QCPAbstractPlottable*> m_series;
     QSet<QString> m_hidden;
+    double m_minimumPointSize = 0.0;
+    struct LiveTicks {
+        QSharedPointer<QCPAxisTicker> ticker;
+        int tickCount = 5, subTickCount = 0;
+    };
+    QList<LiveTicks> m_liveTicks;
 };
 
 } // namespace kvlens::widgets

@@ -50,6 +50,10 @@ public:
         Q_UNUSED(timeoutMs);
         return true;
     }
+    /// Around an export at `widthInches`: a view whose layout cannot be legible at that width
+    /// draws a simpler one (the 6D matrix draws one pair at a single column) and back after.
+    virtual void beginPrint(double widthInches) { Q_UNUSED(widthInches); }
+    virtual void endPrint() {}
 
 protected:
     /// Rebuilds the figure from data(); called on new data and when an option changes.

@@ -87,10 +87,25 @@ void ScatterMatrixView::drawPanel(QCPAxisRect* rect, int xc, int yc, bool legend
     }
 }
 
+void ScatterMatrixView::beginPrint(double widthInches)
+{
+    m_printPair = m_mode->currentIndex() == 0 && widthInches < kMatrixMinInches;
+    if (m_printPair)
+        redraw();
+}
+
+void ScatterMatrixView::endPrint()
+{
+    if (m_printPair) {
+        m_printPair = false;
+        redraw();
+    }
+}
+
 void ScatterMatrixView::redraw()
 {
     m_plot->resetPlot();
-    const bool matrix = m_mode->currentIndex() == 0;
+    const bool matrix = m_mode->currentIndex() == 0 && !m_printPair;
     m_x->setEnabled(!matrix);
     m_y->setEnabled(!matrix);
     if (data().empty()) {
@@ -121,12 +136,18 @@ void ScatterMatrixView::redraw()
         for (int j = 0; j < 6; ++j) {
             auto* rect = new QCPAxisRect(m_plot);
             rect->setAutoMargins(QCP::msLeft | QCP::msBottom);
+            // Air above the top row and right of the last column, where the outer tick labels reach.
+            // (top and right are not auto margins: they take setMargins' values.)
             rect->setMinimumMargins(QMargins(2, 2, 2, 2));
+            rect->setMargins(QMargins(2, i == 0 ? 10 : 2, j == 5 ? 10 : 2, 2));
             grid->addElement(i, j, rect);
             QCPAxis* bottom = rect->axis(QCPAxis::atBottom);
             QCPAxis* left = rect->axis(QCPAxis::atLeft);
             bottom->setTickLabels(i == 5);
             left->setTickLabels(j == 0);
+            // Small panels: three ticks at most per axis.
+            bottom->ticker()->setTickCount(3);
+            left->ticker()->setTickCount(3);
             if (i == j) {
                 auto* label = new QCPItemText(m_plot);
                 label->setClipAxisRect(rect);

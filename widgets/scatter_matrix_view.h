@@ -22,6 +22,11 @@ public:
     void setMatrix(bool matrix);
     void setPair(int xCoordinate, int yCoordinate);
 
+    /// Below this width a 6 x 6 matrix's panels are too small for readable ticks: export draws the chosen pair.
+    static constexpr double kMatrixMinInches = 5.0;
+    void beginPrint(double widthInches) override;
+    void endPrint() override;
+
 protected:
     void redraw() override;
 
@@ -31,6 +36,7 @@ private:
     QComboBox* m_mode = nullptr;
     QComboBox* m_x = nullptr;
     QComboBox* m_y = nullptr;
+    bool m_printPair = false; ///< an export at a single column draws the pair
 };
 
 } // namespace kvlens::widgets

@@ -210,6 +210,45 @@ private slots:
         QVERIFY(r.out.contains("0 implementation difference(s)"));
     }
 
+    void authorControlsSetTheFiguresWidthResolutionAndFont()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default"), QStringLiteral("--out"), out,
+                                 QStringLiteral("--width"), QStringLiteral("double"), QStringLiteral("--dpi"),
+                                 QStringLiteral("150"), QStringLiteral("--font-size"), QStringLiteral("10"),
+                                 QStringLiteral("--font-family"), QStringLiteral("DejaVu Serif"), QStringLiteral("--quiet")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        // 7 in = 504 pt wide PDF page; 7 in at 150 dpi = 1050 px PNG; the serif family embedded.
+        QFile pdf(out + QStringLiteral("/figures/kl_distribution.pdf"));
+        QVERIFY(pdf.open(QIODevice::ReadOnly));
+        const QByteArray bytes = pdf.readAll();
+        QVERIFY2(bytes.contains("/MediaBox [0 0 504.000000 378.000000]"), bytes.left(600).constData());
+        QVERIFY(bytes.contains("DejaVuSerif"));
+        QVERIFY(!bytes.contains("DejaVuSans-"));
+        QFile png(out + QStringLiteral("/figures/kl_distribution.png"));
+        QVERIFY(png.open(QIODevice::ReadOnly));
+        const QByteArray header = png.read(24); // signature, IHDR length and type, then the width (big-endian)
+        QCOMPARE(header.size(), 24);
+        const auto width = (static_cast<quint32>(static_cast<quint8>(header[16])) << 24)
+                           | (static_cast<quint32>(static_cast<quint8>(header[17])) << 16)
+                           | (static_cast<quint32>(static_cast<quint8>(header[18])) << 8)
+                           | static_cast<quint32>(static_cast<quint8>(header[19]));
+        QCOMPARE(width, quint32{1050});
+
+        for (const QStringList& bad : {QStringList{QStringLiteral("--width"), QStringLiteral("0.2")},
+                                       QStringList{QStringLiteral("--dpi"), QStringLiteral("5000")},
+                                       QStringList{QStringLiteral("--font-size"), QStringLiteral("2")},
+                                       QStringList{QStringLiteral("--font-family"), QStringLiteral("No Such Font")}}) {
+            const Run refused = runKvlens(QStringList{QStringLiteral("--batch"), QStringLiteral("default"),
+                                                      QStringLiteral("--out"), dir.filePath(QStringLiteral("bad"))}
+                                          + bad);
+            QCOMPARE(refused.exitCode, 2);
+            QVERIFY2(refused.err.contains(bad.first().toUtf8()), refused.err.constData());
+            QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("bad"))));
+        }
+    }
+
     void missingOutIsAnError()
     {
         const Run r = runKvlens({QStringLiteral("--batch"), QStringLiteral("default")});

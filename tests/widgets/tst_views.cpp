@@ -4,6 +4,7 @@
 #include "core/model/spec_json.h"
 #include "widgets/comparison_view.h"
 #include "widgets/figure_export.h"
+#include "widgets/formula_label.h"
 #include "widgets/kl_distribution_view.h"
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
@@ -152,6 +153,70 @@ private slots:
         plot->replot();
         for (int i = 0; i < plot->plottableCount(); ++i)
             QVERIFY(plot->plottable(i)->visible() || plot->plottable(i)->name() != name);
+    }
+
+    void everyViewPrintsLegiblyAtOneAndTwoColumns_data()
+    {
+        QTest::addColumn<double>("inches");
+        QTest::newRow("3.5 in") << 3.5;
+        QTest::newRow("7 in") << 7.0;
+    }
+
+    void everyViewPrintsLegiblyAtOneAndTwoColumns()
+    {
+        QFETCH(double, inches);
+        QWidget host;
+        for (ResultView* view : createViews(&host)) {
+            if (view->viewId() == QLatin1String("model_map"))
+                continue; // a model run's view (tst_main_window draws it)
+            view->resize(900, 650);
+            view->setData(m_data);
+            ExportOptions options;
+            options.widthInches = inches;
+            const PrintCheck check = checkPrint(*view, options);
+            QVERIFY2(!check.texts.empty(), qPrintable(view->viewId()));
+            for (const PrintedText& t : check.texts)
+                QVERIFY2(t.points >= kMinimumPrintPoints - 1e-6,
+                         qPrintable(QStringLiteral("%1: %2 \"%3\" at %4 pt")
+                                        .arg(view->viewId(), t.what, t.text).arg(t.points)));
+            QVERIFY2(check.overlaps.isEmpty(), qPrintable(view->viewId() + QStringLiteral(": ") + check.overlaps.join(QStringLiteral("; "))));
+        }
+    }
+
+    void formulaLabelsPutTheHatOverThePAndScriptsBesideTheirBase()
+    {
+        QFont font(QStringLiteral("DejaVu Sans"));
+        font.setPointSizeF(8.0);
+        const FormulaLayout kl = layoutFormula(QStringLiteral("KL(p‖p̂) per query"), font, 6.0);
+        QCOMPARE(kl.hats.size(), std::size_t{1});
+        const FormulaLayout::Hat& hat = kl.hats.front();
+        const QRectF hatBox = hat.path.boundingRect();
+        // Centred over the second p's ink, and above it.
+        QVERIFY(hatBox.center().x() > hat.letter.left() && hatBox.center().x() < hat.letter.right());
+        QVERIFY(std::abs(hatBox.center().x() - hat.letter.center().x()) < 0.05 * hat.letter.width() + 0.01);
+        QVERIFY(hatBox.bottom() < hat.letter.top());
+        QVERIFY(hatBox.bottom() > hat.letter.top() - 0.5 * QFontMetricsF(font).height());
+        // The hatted p is a piece of its own, right after "KL(p‖".
+        const QFontMetricsF fm(font);
+        QVERIFY(std::abs(hat.letter.center().x() - (fm.horizontalAdvance(QStringLiteral("KL(p‖")) +
+                                                     fm.horizontalAdvance(QStringLiteral("p")) / 2.0)) < 1.0);
+        QCOMPARE(formulaPlainText(QStringLiteral("KL(p‖p̂)")), QStringLiteral("KL(p‖p)"));
+        // ε_dir^K: subscript and superscript stacked after ε, smaller, below and above the baseline.
+        const FormulaLayout eps = layoutFormula(QStringLiteral("ε_dir^K"), font, 6.0);
+        QCOMPARE(eps.pieces.size(), std::size_t{3});
+        QCOMPARE(eps.pieces[1].text, QStringLiteral("dir"));
+        QCOMPARE(eps.pieces[2].text, QStringLiteral("K"));
+        QVERIFY(eps.pieces[1].origin.y() > 0.0 && eps.pieces[2].origin.y() < 0.0);
+        QCOMPARE(eps.pieces[1].origin.x(), eps.pieces[2].origin.x());
+        QCOMPARE(eps.pieces[1].font.pointSizeF(), 6.0); // 3/4 of 8 pt, at the floor
+        QVERIFY(!isFormula(QStringLiteral("top-5 recall")) && isFormula(QStringLiteral("SNR_K (dB)")));
+        // In the KL view the axis label is drawn by the formula painter: QCustomPlot's own is transparent.
+        KlDistributionView view;
+        view.setData(m_data);
+        view.plot()->replot();
+        QVERIFY(isFormula(view.plot()->xAxis->label()));
+        QCOMPARE(view.plot()->xAxis->labelColor().alpha(), 0);
+        QCOMPARE(view.plot()->formulaLayout(view.plot()->xAxis).hats.size(), std::size_t{1});
     }
 
     void comparisonAndTheoryTables()
