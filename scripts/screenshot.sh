@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh >/dev/null
 mkdir -p docs
-export QT_QPA_PLATFORM=offscreen
+# A 1366 x 768 laptop screen: the window sizes itself to it, as it does on a real one.
+export QT_QPA_PLATFORM="offscreen:configfile=$PWD/tests/data/screen_1366x768.json"
 for view in shannon_phi scatter_6d kl_distribution routing_recall comparisons theory sweep; do
   build/app/kvlens --view "$view" --screenshot "docs/screenshot_${view}.png"
 done

@@ -125,24 +125,34 @@ void PlotWidget::toggleSeries(const QString& name)
     replot(QCustomPlot::rpQueuedReplot);
 }
 
+QList<QCPAxis*> PlotWidget::labelledAxes() const
+{
+    QList<QCPAxis*> out;
+    for (QCPAxisRect* rect : axisRects())
+        out << rect->axes();
+    for (QCPLayoutElement* e : plotLayout()->elements(true))
+        if (auto* scale = qobject_cast<QCPColorScale*>(e); scale && scale->axis())
+            out << scale->axis();
+    return out;
+}
+
 void PlotWidget::drawFormulaLabels(QPainter& painter)
 {
-    for (QCPAxisRect* rect : axisRects())
-        for (QCPAxis* axis : rect->axes()) {
-            if (!axis->visible() || !isFormula(axis->label()))
-                continue;
-            const QRectF box = labelBox(axis);
-            if (box.isNull())
-                continue;
-            const FormulaLayout layout = formulaLayout(axis, painter.device());
-            const bool vertical = axis->orientation() == Qt::Vertical;
-            painter.save();
-            painter.translate(box.center());
-            if (vertical)
-                painter.rotate(axis->axisType() == QCPAxis::atLeft ? -90.0 : 90.0);
-            paintFormula(painter, layout, QPointF(-layout.width / 2.0, (layout.ascent - layout.descent) / 2.0), Qt::black);
-            painter.restore();
-        }
+    for (QCPAxis* axis : labelledAxes()) {
+        if (!axis->visible() || !isFormula(axis->label()))
+            continue;
+        const QRectF box = labelBox(axis);
+        if (box.isNull())
+            continue;
+        const FormulaLayout layout = formulaLayout(axis, painter.device());
+        const bool vertical = axis->orientation() == Qt::Vertical;
+        painter.save();
+        painter.translate(box.center());
+        if (vertical)
+            painter.rotate(axis->axisType() == QCPAxis::atLeft ? -90.0 : 90.0);
+        paintFormula(painter, layout, QPointF(-layout.width / 2.0, (layout.ascent - layout.descent) / 2.0), Qt::black);
+        painter.restore();
+    }
     // Text items in formula markup (the 6D matrix's diagonal names), centred on their position.
     for (int i = 0; i < itemCount(); ++i) {
         auto* text = qobject_cast<QCPItemText*>(item(i));
@@ -163,9 +173,8 @@ FormulaLayout PlotWidget::formulaLayout(const QCPAxis* axis, QPaintDevice* devic
 void PlotWidget::applyHidden()
 {
     // Formula labels: QCustomPlot keeps their room (drawn transparent), FormulaLabels paints them.
-    for (QCPAxisRect* rect : axisRects())
-        for (QCPAxis* axis : rect->axes())
-            axis->setLabelColor(isFormula(axis->label()) ? QColor(0, 0, 0, 0) : QColor(Qt::black));
+    for (QCPAxis* axis : labelledAxes())
+        axis->setLabelColor(isFormula(axis->label()) ? QColor(0, 0, 0, 0) : QColor(Qt::black));
     for (int i = 0; i < itemCount(); ++i)
         if (auto* text = qobject_cast<QCPItemText*>(item(i)); text && isFormula(text->text()))
             text->setColor(QColor(0, 0, 0, 0));

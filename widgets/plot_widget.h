@@ -104,6 +104,8 @@ protected:
 
 private:
     void applyHidden();
+    /// Every axis that may carry a label: the axis rects' and the colour scales'.
+    QList<QCPAxis*> labelledAxes() const;
 
     QList<QCPAbstractPlottable*> m_series;
     QSet<QString> m_hidden;
