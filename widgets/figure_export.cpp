@@ -7,6 +7,7 @@
 #include "widgets/result_view.h"
 
 #include <QDir>
+#include <QSet>
 #include <QFontDatabase>
 #include <QFileInfo>
 #include <QSaveFile>
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 namespace kvlens::widgets {
 
@@ -66,6 +68,114 @@ struct PrintMode {
     PrintMode(ResultView& v, const ExportOptions& options) : view(v) { view.beginPrint(options.widthInches); }
     ~PrintMode() { view.endPrint(); }
     ResultView& view;
+};
+
+/// While it lives, the plot's dense point clouds (scatter graphs of more than kDenseCloud points
+/// in all) are drawn as one image per axis rect at `dpi` in place of their markers, so a vector
+/// export keeps its axes, text and lines as vectors but not 37 000 marker shapes (matplotlib's
+/// rasterized=True). The clouds come back after.
+struct RasterizedClouds {
+    static constexpr int kDenseCloud = 2000;
+
+    RasterizedClouds(PlotWidget& p, int width, int height, int dpi) : plot(p)
+    {
+        QList<QCPGraph*> dense;
+        int points = 0;
+        for (int i = 0; i < plot.graphCount(); ++i) {
+            QCPGraph* g = plot.graph(i);
+            if (g->visible() && g->lineStyle() == QCPGraph::lsNone && g->scatterStyle().shape() != QCPScatterStyle::ssNone) {
+                dense << g;
+                points += g->dataCount();
+            }
+        }
+        if (points <= kDenseCloud)
+            return;
+        const QString cloudLayer = QStringLiteral("kvlens-cloud"), imageLayer = QStringLiteral("kvlens-cloud-image");
+        plot.addLayer(cloudLayer, plot.layer(QStringLiteral("main")), QCustomPlot::limAbove);
+        plot.addLayer(imageLayer, plot.layer(QStringLiteral("grid")), QCustomPlot::limBelow);
+        for (QCPGraph* g : dense) {
+            layers.push_back({g, g->layer()});
+            g->setLayer(cloudLayer);
+        }
+        // Render only the clouds, on the paper's white, at the print layout; the vector grid and
+        // reference lines then draw over the image, light and dotted, as they would over markers.
+        // Only the clouds: every layer off but the clouds' and their axis rects' (the graphs'
+        // parent layerables, which must stay visible), and everything else on those layers hidden.
+        // The axes stay drawn too: hiding their layer moves the axis rects (their margins are
+        // laid out again without them) and the image would not sit where the markers were.
+        QSet<QCPLayer*> keep{plot.layer(cloudLayer), plot.layer(QStringLiteral("axes"))};
+        QSet<QCPLayerable*> parents;
+        for (QCPLayerable* d : QList<QCPLayerable*>(dense.begin(), dense.end()))
+            for (QCPLayerable* up = d->parentLayerable(); up; up = up->parentLayerable()) {
+                if (up->layer())
+                    keep.insert(up->layer());
+                parents.insert(up);
+            }
+        QList<QPair<QCPLayer*, bool>> shownLayers;
+        QList<QCPLayerable*> hidden;
+        for (int i = 0; i < plot.layerCount(); ++i) {
+            QCPLayer* l = plot.layer(i);
+            shownLayers.push_back({l, l->visible()});
+            l->setVisible(keep.contains(l));
+            if (keep.contains(l) && l->name() != cloudLayer)
+                for (QCPLayerable* child : l->children())
+                    if (child->visible() && !parents.contains(child) && !qobject_cast<QCPAxis*>(child)) {
+                        child->setVisible(false);
+                        hidden << child;
+                    }
+        }
+        const double scale = dpi / 72.0;
+        const QPixmap page = plot.toPixmap(width, height, scale);
+        for (QCPLayerable* child : hidden)
+            child->setVisible(true);
+        for (const auto& [l, visible] : shownLayers)
+            l->setVisible(visible);
+        plot.layer(cloudLayer)->setVisible(false);
+
+        QSet<QCPAxisRect*> rects;
+        for (QCPGraph* g : dense)
+            rects.insert(g->keyAxis()->axisRect());
+        const QRect live = plot.viewport();
+        plot.setViewport(QRect(0, 0, width, height));
+        plot.replot(QCustomPlot::rpImmediateRefresh);
+        for (QCPAxisRect* rect : rects) {
+            const QRect r = rect->rect();
+            auto* image = new QCPItemPixmap(&plot);
+            image->setLayer(imageLayer);
+            // At its device pixel ratio the image keeps every pixel of `dpi` (a scaled item would
+            // resample it to the layout's point grid).
+            QPixmap cut = page.copy(QRect(QPoint(static_cast<int>(std::lround(r.left() * scale)),
+                                                 static_cast<int>(std::lround(r.top() * scale))),
+                                          QSize(static_cast<int>(std::lround(r.width() * scale)),
+                                                static_cast<int>(std::lround(r.height() * scale)))));
+            cut.setDevicePixelRatio(scale);
+            image->setPixmap(cut);
+            image->topLeft->setType(QCPItemPosition::ptAbsolute);
+            image->bottomRight->setType(QCPItemPosition::ptAbsolute);
+            image->topLeft->setCoords(r.left(), r.top());
+            image->bottomRight->setCoords(r.left() + r.width(), r.top() + r.height());
+            image->setClipToAxisRect(false);
+            images << image;
+        }
+        plot.setViewport(live);
+    }
+    ~RasterizedClouds()
+    {
+        for (QCPItemPixmap* image : images)
+            plot.removeItem(image);
+
+        for (const auto& [g, layer] : layers)
+            g->setLayer(layer);
+        if (!layers.empty()) {
+            plot.removeLayer(plot.layer(QStringLiteral("kvlens-cloud")));
+            plot.removeLayer(plot.layer(QStringLiteral("kvlens-cloud-image")));
+        }
+    }
+    bool active() const { return !images.isEmpty(); }
+
+    PlotWidget& plot;
+    std::vector<std::pair<QCPGraph*, QCPLayer*>> layers;
+    QList<QCPItemPixmap*> images;
 };
 
 /// The print style and tick counts of an export while it lives; the live ones after.
@@ -136,6 +246,9 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
         else if (error.isEmpty())
             out.written << path;
     };
+    std::optional<RasterizedClouds> clouds;
+    if (options.pdf || options.svg)
+        clouds.emplace(*plot, w, h, std::min(options.dpi, 300));
     if (options.pdf) {
         const QString path = base + QStringLiteral(".pdf");
         record(path, writeViaTemporary(path, [&](const QString& temp) {
@@ -164,6 +277,7 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
                    return painter.end();
                }));
     }
+    clouds.reset(); // the PNG draws every marker
     if (options.png) {
         const QString path = base + QStringLiteral(".png");
         const double scale = options.dpi / 72.0;

@@ -13,6 +13,7 @@
 #include "widgets/theory_view.h"
 #include "widgets/views.h"
 
+#include <QFileInfo>
 #include <QImage>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -217,6 +218,40 @@ private slots:
         QVERIFY(isFormula(view.plot()->xAxis->label()));
         QCOMPARE(view.plot()->xAxis->labelColor().alpha(), 0);
         QCOMPARE(view.plot()->formulaLayout(view.plot()->xAxis).hats.size(), std::size_t{1});
+    }
+
+    void denseCloudsAreRasterizedInVectorExports()
+    {
+        // The default run's per-vector Shannon-phi plane: 36 864 markers. Vector files keep axes,
+        // text and lines as vectors and the clouds as one image; the PNG draws every marker.
+        CpuBackend backend(2);
+        auto results = runExperiment(defaultSpec(), backend);
+        QVERIFY(results.ok());
+        ShannonPhiView view;
+        view.resize(900, 650);
+        view.setData(makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true));
+        view.setPerVector(true);
+        QVERIFY(view.plot()->graphCount() > 0);
+        int markers = 0;
+        for (int i = 0; i < view.plot()->graphCount(); ++i)
+            markers += view.plot()->graph(i)->dataCount();
+        QVERIFY2(markers > 20000, qPrintable(QString::number(markers)));
+        QTemporaryDir dir;
+        const auto outcome = exportView(view, dir.path(), QStringLiteral("phi"), ExportOptions{}, QByteArray("{}"));
+        QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        const QFileInfo pdf(dir.filePath(QStringLiteral("phi.pdf"))), svg(dir.filePath(QStringLiteral("phi.svg")));
+        QVERIFY2(pdf.size() < 300 * 1024, qPrintable(QString::number(pdf.size())));
+        QVERIFY2(svg.size() < 300 * 1024, qPrintable(QString::number(svg.size())));
+        QFile svgFile(svg.filePath());
+        QVERIFY(svgFile.open(QIODevice::ReadOnly));
+        const QByteArray svgText = svgFile.readAll();
+        QVERIFY(svgText.contains("<image"));  // the clouds
+        QVERIFY(svgText.contains("<text") || svgText.contains("font-family")); // the text stays text
+        // After the export the live plot has its markers back, and no image item.
+        QCOMPARE(view.plot()->itemCount() > 0 ? qobject_cast<QCPItemPixmap*>(view.plot()->item(view.plot()->itemCount() - 1)) : nullptr,
+                 static_cast<QCPItemPixmap*>(nullptr));
+        for (int i = 0; i < view.plot()->graphCount(); ++i)
+            QVERIFY(view.plot()->graph(i)->realVisibility());
     }
 
     void comparisonAndTheoryTables()
