@@ -195,6 +195,14 @@ void ClaimFigureView::draw()
     }
     if (!m_figure.categories.empty())
         plot->xAxis->setRange(-0.6, static_cast<double>(m_figure.categories.size()) - 0.4);
+    // Budgets and other whole-number x: integer ticks only.
+    QVector<double> xs;
+    for (const claims::Series& s : m_figure.series)
+        if (!s.reference)
+            xs.append(QVector<double>(s.x.begin(), s.x.end()));
+    if (m_figure.categories.empty() && !m_figure.logX && widgets::PlotWidget::allIntegers(xs))
+        widgets::PlotWidget::setIntegerAxis(plot->xAxis, *std::min_element(xs.begin(), xs.end()),
+                                            *std::max_element(xs.begin(), xs.end()));
     plot->legend->setVisible(true);
     plot->placeLegendBelow(m_figure.series.size() > 4 ? 3 : 2);
     plot->replot();

@@ -360,6 +360,15 @@ void PlotWidget::fitTicksToPrint(int widthPoints, int heightPoints)
         for (QCPAxis* axis : rect->axes()) {
             if (!axis->visible() || !axis->tickLabels() || axis->ticker().dynamicCast<QCPAxisTickerText>())
                 continue;
+            if (auto fixed = axis->ticker().dynamicCast<QCPAxisTickerFixed>()) {
+                // Whole-number axes thin themselves (1, 2, 5...) from the tick count.
+                m_liveTicks.push_back({axis->ticker(), axis->ticker()->tickCount(), 0});
+                const double length = axis->orientation() == Qt::Horizontal ? rect->width() : rect->height();
+                const QFontMetricsF fm(axis->tickLabelFont());
+                fixed->setTickCount(std::max(2, static_cast<int>(length / (fm.horizontalAdvance(QStringLiteral("00")) + fm.height()))));
+                crowded << axis;
+                continue;
+            }
             const bool horizontal = axis->orientation() == Qt::Horizontal;
             const double length = horizontal ? rect->width() : rect->height();
             const QFontMetricsF fm(axis->tickLabelFont());
@@ -481,6 +490,28 @@ void PlotWidget::tuneLogAxis(QCPAxis* axis)
         axis->setNumberFormat(QStringLiteral("g"));
         axis->setNumberPrecision(3);
     }
+}
+
+void PlotWidget::setIntegerAxis(QCPAxis* axis, double lo, double hi)
+{
+    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples); // 1, 2, 5, 10... when crowded
+    axis->setTicker(ticker);
+    axis->setNumberFormat(QStringLiteral("g"));
+    axis->setNumberPrecision(6);
+    axis->setScaleType(QCPAxis::stLinear);
+    axis->setRange(std::floor(lo) - 0.5, std::ceil(hi) + 0.5);
+}
+
+bool PlotWidget::allIntegers(const QVector<double>& values)
+{
+    if (values.isEmpty())
+        return false;
+    for (double v : values)
+        if (!std::isfinite(v) || v != std::round(v))
+            return false;
+    return true;
 }
 
 void PlotWidget::placeLegendBelow(int columns)

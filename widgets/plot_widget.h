@@ -85,6 +85,12 @@ public:
     /// ticks between) when it spans three decades or more, plain 1-2-5 numbers (0.005, 0.01,
     /// 0.02) inside a narrower range.
     static void tuneLogAxis(QCPAxis* axis);
+    /// An axis of whole numbers (budgets, ranks, layers) over [lo, hi]: ticks only at integers
+    /// (every one while they fit, else every 2nd, 5th...), and half a step of room either side, so
+    /// a single value sits in the middle instead of on a span of fractional ticks.
+    static void setIntegerAxis(QCPAxis* axis, double lo, double hi);
+    /// Whether every value is a whole number (an integer axis fits them).
+    static bool allIntegers(const QVector<double>& values);
     /// Moves the legend out of the plot area into a row below it, `columns` entries wide.
     void placeLegendBelow(int columns);
 

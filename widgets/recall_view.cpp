@@ -2,6 +2,7 @@
 // Routing recall view.
 #include "widgets/recall_view.h"
 
+#include <algorithm>
 #include <map>
 
 namespace kvlens::widgets {
@@ -15,21 +16,33 @@ RecallView::RecallView(QWidget* parent)
 QString RecallView::viewDescription() const
 {
     return QStringLiteral("Fraction of each query's top-k keys that the quantized attention still ranks in its top-k "
-                          "(solid, left axis), and how often the single most-attended key changes (dashed, right axis).");
+                          "(top panel), and how often the single most-attended key changes (bottom panel).");
 }
 
 void RecallView::redraw()
 {
     m_plot->resetPlot();
     const int k = data().results ? data().results->spec.metrics.topK : 5;
-    m_plot->xAxis->setLabel(QStringLiteral("bit budget n (bits per coordinate)"));
-    m_plot->yAxis->setLabel(QStringLiteral("top-%1 routing recall").arg(k));
-    m_plot->yAxis2->setVisible(true);
-    m_plot->yAxis2->setLabel(QStringLiteral("argmax-shift rate"));
+    // Two panels sharing the budget axis: recall above, argmax-shift rate below.
+    QCPAxisRect* top = m_plot->axisRect();
+    auto* bottom = new QCPAxisRect(m_plot);
+    m_plot->plotLayout()->addElement(1, 0, bottom);
+    top->setMinimumSize(20, 20);
+    bottom->setMinimumSize(20, 20);
+    auto* margins = new QCPMarginGroup(m_plot);
+    top->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+    bottom->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+    QCPAxis* x1 = top->axis(QCPAxis::atBottom);
+    QCPAxis* x2 = bottom->axis(QCPAxis::atBottom);
+    QCPAxis* recallAxis = top->axis(QCPAxis::atLeft);
+    QCPAxis* shiftAxis = bottom->axis(QCPAxis::atLeft);
+    x1->setTickLabels(false);
+    x2->setLabel(QStringLiteral("bit budget n (bits per coordinate)"));
+    recallAxis->setLabel(QStringLiteral("top-%1 recall").arg(k));
+    shiftAxis->setLabel(QStringLiteral("argmax shift"));
+    connect(x1, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), x2, qOverload<const QCPRange&>(&QCPAxis::setRange));
+    connect(x2, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), x1, qOverload<const QCPRange&>(&QCPAxis::setRange));
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
-    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
-    ticker->setTickStep(1.0);
-    m_plot->xAxis->setTicker(ticker);
     if (data().empty() || !data().figures) {
         m_plot->replot();
         return;
@@ -38,6 +51,7 @@ void RecallView::redraw()
     for (const RecallPoint& p : data().figures->recall)
         if (p.point == currentPoint())
             byScheme[p.scheme].push_back(&p);
+    QVector<double> budgets;
     for (const auto& [scheme, points] : byScheme) {
         const QColor color = seriesColor(scheme);
         QVector<double> x, recall, rLow, rHigh, shift, sLow, sHigh;
@@ -50,32 +64,40 @@ void RecallView::redraw()
             sLow.push_back(p->argmaxShift.mean - p->argmaxShift.low);
             sHigh.push_back(p->argmaxShift.high - p->argmaxShift.mean);
         }
-        QCPGraph* g = m_plot->addLineSeries(QStringLiteral("%1 recall").arg(schemeName(scheme)), color,
-                                            seriesShape(scheme));
+        budgets += x;
+        QCPGraph* g = m_plot->addLineSeries(schemeName(scheme), color,
+                                            seriesShape(scheme), Qt::SolidLine, top);
         g->setData(x, recall);
-        auto* bars = new QCPErrorBars(m_plot->xAxis, m_plot->yAxis);
+        auto* bars = new QCPErrorBars(x1, recallAxis);
         bars->removeFromLegend();
         bars->setDataPlottable(g);
         bars->setData(rLow, rHigh);
         bars->setPen(QPen(color));
-        QCPGraph* s = m_plot->addGraph(m_plot->xAxis, m_plot->yAxis2);
-        s->setName(QStringLiteral("%1 argmax shift").arg(schemeName(scheme)));
-        s->setPen(QPen(color, 1.2, Qt::DashLine));
-        s->setScatterStyle(QCPScatterStyle(seriesShape(scheme), color, Qt::white, 5));
+        QCPGraph* s = m_plot->addLineSeries(QStringLiteral("%1 argmax shift").arg(schemeName(scheme)), color,
+                                            seriesShape(scheme), Qt::SolidLine, bottom);
         s->setData(x, shift);
-        m_plot->markSeries(s);
-        auto* shiftBars = new QCPErrorBars(m_plot->xAxis, m_plot->yAxis2);
+        s->removeFromLegend(); // one legend entry per scheme: same colour and marker in both panels
+        auto* shiftBars = new QCPErrorBars(x2, shiftAxis);
         shiftBars->removeFromLegend();
         shiftBars->setDataPlottable(s);
         shiftBars->setData(sLow, sHigh);
         shiftBars->setPen(QPen(color));
     }
-    m_plot->xAxis->rescale();
-    const QCPRange xr = m_plot->xAxis->range();
-    m_plot->xAxis->setRange(xr.lower - 0.4, xr.upper + 0.4);
-    m_plot->yAxis->setRange(0.0, 1.05);
-    m_plot->yAxis2->setRange(0.0, 1.05);
-    m_plot->placeLegendBelow(2);
+    if (!budgets.isEmpty()) {
+        const double lo = *std::min_element(budgets.begin(), budgets.end());
+        const double hi = *std::max_element(budgets.begin(), budgets.end());
+        PlotWidget::setIntegerAxis(x1, lo, hi);
+        PlotWidget::setIntegerAxis(x2, lo, hi);
+    }
+    recallAxis->setRange(0.0, 1.05);
+    shiftAxis->rescale();
+    const QCPRange sr = shiftAxis->range();
+    shiftAxis->setRange(0.0, std::max(0.05, std::min(1.05, sr.upper * 1.15)));
+    // The legend in one row along the foot of the recall panel, where recall rarely goes (below 0.2);
+    // a row of its own under two panels would leave them too little height at a single column.
+    m_plot->legend->setWrap(std::min(4, std::max(1, static_cast<int>(byScheme.size()))));
+    m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    top->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -201,6 +201,14 @@ void SweepView::redraw()
         m_plot->xAxis->setRange(xr.lower - 0.05 * std::max(xr.size(), 1.0), xr.upper + 0.05 * std::max(xr.size(), 1.0));
     if (logX)
         PlotWidget::tuneLogAxis(m_plot->xAxis);
+    // Budgets (and any whole-number parameter): integer ticks, a single value centred.
+    QVector<double> xs;
+    for (int i = 0; i < m_plot->graphCount(); ++i)
+        for (auto it = m_plot->graph(i)->data()->constBegin(); it != m_plot->graph(i)->data()->constEnd(); ++it)
+            xs.push_back(it->key);
+    if (!logX && (xIsBudget || PlotWidget::allIntegers(xs)) && !xs.isEmpty())
+        PlotWidget::setIntegerAxis(m_plot->xAxis, *std::min_element(xs.begin(), xs.end()),
+                                   *std::max_element(xs.begin(), xs.end()));
     if (logY) {
         const QCPRange yr = m_plot->yAxis->range();
         m_plot->yAxis->setRange(yr.lower / 1.5, yr.upper * 1.5);

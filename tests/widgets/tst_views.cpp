@@ -123,6 +123,17 @@ private slots:
         const int minus = rows.first().indexOf(QStringLiteral("y_error_minus"));
         QVERIFY(minus >= 0);
         QVERIFY(!rows.at(1).at(minus).isEmpty()); // intervals are exported with the points
+        // Two stacked panels (recall, argmax shift) on one budget axis with whole-number ticks only.
+        view.resize(700, 600);
+        view.plot()->replot();
+        QCOMPARE(view.plot()->axisRects().size(), 2);
+        QCPAxis* x1 = view.plot()->axisRects()[0]->axis(QCPAxis::atBottom);
+        QCPAxis* x2 = view.plot()->axisRects()[1]->axis(QCPAxis::atBottom);
+        QCOMPARE(x1->range(), x2->range());
+        QCOMPARE(x2->range(), QCPRange(2.5, 4.5)); // budgets 3 and 4, half a step either side
+        for (double tick : x2->tickVector())
+            QCOMPARE(tick, std::round(tick));
+        QVERIFY(!x2->tickVector().isEmpty());
     }
 
     void clickingALegendEntryHidesItsSeriesUntilClickedAgain()
