@@ -165,6 +165,11 @@ QString ModelMapView::cellText(int layer, int head) const
     return text + QStringLiteral("\nclick: study this head in every view");
 }
 
+QString ModelMapView::emptyText() const
+{
+    return QString(); // the map draws its own note (what to open) inside the plot
+}
+
 void ModelMapView::redraw()
 {
     m_plot->resetPlot();

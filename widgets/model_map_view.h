@@ -20,6 +20,7 @@ public:
     QString viewId() const override { return QStringLiteral("model_map"); }
     QString viewTitle() const override { return QStringLiteral("Model map"); }
     QString viewDescription() const override;
+    QString emptyText() const override;
 
     /// The cells drawn, long format: layer, head, scheme, versus, budget, metric, value (log10 ratio with a versus).
     QString dataCsv() const override;

@@ -4,6 +4,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QEvent>
 #include <QLabel>
 #include <QSignalBlocker>
 
@@ -31,6 +32,16 @@ ResultView::ResultView(QWidget* parent)
     m_plot = new PlotWidget(this);
     m_plot->setMinimumSize(320, 240);
     m_layout->addWidget(m_plot, 1);
+    m_placeholder = new QLabel(m_plot);
+    m_placeholder->setAlignment(Qt::AlignCenter);
+    m_placeholder->setWordWrap(true);
+    m_placeholder->setAutoFillBackground(true);
+    m_placeholder->setStyleSheet(QStringLiteral("QLabel { background: white; color: #555; }"));
+    m_placeholder->hide();
+    m_plot->installEventFilter(this);
+    // Now with the base text, and once more when the subclass is complete (its emptyText()).
+    updateEmptyState();
+    QMetaObject::invokeMethod(this, [this] { updateEmptyState(); }, Qt::QueuedConnection);
 }
 
 void ResultView::setData(const ViewData& data)
@@ -38,6 +49,38 @@ void ResultView::setData(const ViewData& data)
     m_data = data;
     refreshPoints();
     redraw();
+    updateEmptyState();
+}
+
+QString ResultView::emptyText() const
+{
+    if (!m_data.results)
+        return QStringLiteral("Run an experiment to fill this view (Run in the Experiment dock, or Ctrl+R).");
+    if (m_data.results->trials.empty())
+        return QStringLiteral("computing… 0 of %1 trials").arg(m_data.results->totalTrials);
+    return QString();
+}
+
+QString ResultView::placeholderText() const
+{
+    return m_placeholder->isVisible() || !m_placeholder->isHidden() ? m_placeholder->text() : QString();
+}
+
+void ResultView::updateEmptyState()
+{
+    const QString text = emptyText();
+    m_placeholder->setText(text);
+    m_placeholder->setGeometry(m_plot->rect());
+    m_placeholder->setVisible(!text.isEmpty());
+    if (!text.isEmpty())
+        m_placeholder->raise();
+}
+
+bool ResultView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_plot && event->type() == QEvent::Resize)
+        m_placeholder->setGeometry(m_plot->rect());
+    return QWidget::eventFilter(watched, event);
 }
 
 void ResultView::refreshPoints()

@@ -53,9 +53,18 @@ public:
     /// Around an export at `widthInches`: a view whose layout cannot be legible at that width
     /// draws a simpler one (the 6D matrix draws one pair at a single column) and back after.
     virtual void beginPrint(double widthInches) { Q_UNUSED(widthInches); }
+    /// What the view says while it has nothing to show (a one-line placeholder over the plot
+    /// instead of bare axes), or "" when it has something. Default: "Run an experiment…" before
+    /// any result, "computing… 0 of N trials" before the first trial.
+    virtual QString emptyText() const;
+    /// The placeholder's text as shown now ("" when hidden).
+    QString placeholderText() const;
     virtual void endPrint() {}
 
 protected:
+    /// Shows or hides the placeholder from emptyText(); setData calls it after redraw.
+    void updateEmptyState();
+    bool eventFilter(QObject* watched, QEvent* event) override;
     /// Rebuilds the figure from data(); called on new data and when an option changes.
     virtual void redraw() = 0;
     /// Adds an option widget (combo box, check box) to the row above the plot.
@@ -77,6 +86,7 @@ private:
     QHBoxLayout* m_options = nullptr;
     QComboBox* m_point = nullptr;
     QLabel* m_pointLabel = nullptr;
+    QLabel* m_placeholder = nullptr;
     bool m_pointSelectable = true;
     ViewData m_data;
 };

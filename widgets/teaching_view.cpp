@@ -194,6 +194,11 @@ TeachingView::~TeachingView()
     m_jobs.cancel();
 }
 
+QString TeachingView::emptyText() const
+{
+    return QString(); // draws its own one-query example, with or without a run
+}
+
 QString TeachingView::viewDescription() const
 {
     return QStringLiteral("One query under KQV and QKQV: key-path score noise, inflated by softmax (Jensen), costs KL "

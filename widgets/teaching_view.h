@@ -51,6 +51,7 @@ public:
     QString viewId() const override { return QStringLiteral("teaching"); }
     QString viewTitle() const override { return QStringLiteral("Teaching"); }
     QString viewDescription() const override;
+    QString emptyText() const override;
     /// Every number of the current result (histograms, weights, sweep), one per row.
     QString dataCsv() const override;
     /// Finishes a pending (or debounced) computation and draws it.

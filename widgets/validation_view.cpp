@@ -49,6 +49,7 @@ ValidationView::ValidationView(QWidget* parent)
     split->addWidget(m_table);
     m_layout->addWidget(split, 1);
     setToolTip(viewDescription());
+    updateEmptyState();
 }
 
 QString ValidationView::viewDescription() const
@@ -64,16 +65,28 @@ QString ValidationView::dataCsv() const
     return QString::fromStdString(stats::validationCsv(*m_validation.reference, *m_validation.report));
 }
 
+QString ValidationView::emptyText() const
+{
+    if (m_validation.report && m_validation.reference)
+        return QString();
+    return m_status && !m_status->text().isEmpty()
+               ? m_status->text()
+               : QStringLiteral("Press Run validation to compare the CPU and OpenCL backends (same RNG) and the two "
+                                "RNGs on the current spec.");
+}
+
 void ValidationView::setValidation(const ValidationData& validation)
 {
     m_validation = validation;
     redraw();
+    updateEmptyState();
 }
 
 void ValidationView::setBusy(bool busy, const QString& message)
 {
     m_run->setEnabled(!busy);
     m_status->setText(message);
+    updateEmptyState();
 }
 
 void ValidationView::redraw()

@@ -29,6 +29,7 @@ public:
     QString viewId() const override { return QStringLiteral("validation"); }
     QString viewTitle() const override { return QStringLiteral("Validation"); }
     QString viewDescription() const override;
+    QString emptyText() const override;
     QString dataCsv() const override;
 
     void setValidation(const ValidationData& validation);

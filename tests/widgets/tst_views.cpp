@@ -11,6 +11,7 @@
 #include "widgets/shannon_phi_view.h"
 #include "widgets/sweep_view.h"
 #include "widgets/theory_view.h"
+#include "widgets/validation_view.h"
 #include "widgets/views.h"
 
 #include <QFileInfo>
@@ -263,6 +264,27 @@ private slots:
                  static_cast<QCPItemPixmap*>(nullptr));
         for (int i = 0; i < view.plot()->graphCount(); ++i)
             QVERIFY(view.plot()->graph(i)->realVisibility());
+    }
+
+    void aViewWithoutDataSaysWhatToDo()
+    {
+        QWidget host;
+        for (ResultView* view : createViews(&host)) {
+            const QString id = view->viewId();
+            if (id == QLatin1String("teaching") || id == QLatin1String("model_map"))
+                continue; // they draw their own example / note
+            QVERIFY2(view->placeholderText().contains(QStringLiteral("Run an experiment")), qPrintable(id));
+            // A run that has started but finished no trial yet.
+            auto started = std::make_shared<ResultSet>();
+            started->spec = m_data.results->spec;
+            started->totalTrials = 36;
+            view->setData(makeViewData(started, false));
+            QVERIFY2(view->placeholderText().contains(QStringLiteral("computing… 0 of 36")), qPrintable(id));
+            view->setData(m_data);
+            QVERIFY2(view->placeholderText().isEmpty(), qPrintable(id));
+        }
+        ValidationView validation;
+        QVERIFY(validation.placeholderText().contains(QStringLiteral("Run validation")));
     }
 
     void comparisonAndTheoryTables()
