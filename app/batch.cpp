@@ -3,6 +3,7 @@
 #include "app/batch.h"
 
 #include "app/backend_factory.h"
+#include "app/claim_figure_view.h"
 #include "app/interrupt.h"
 #include "app/progress_line.h"
 #include "app/validation_run.h"
@@ -225,6 +226,37 @@ int finishRun(io::StagedDirectory& staged, int written, const std::string& repor
 
 namespace {
 
+/// The advisor's front as a figure: the predicted front (average bits against summed output
+/// error), the advice's predicted point, and what each allocation measured when it was rerun,
+/// with 95% intervals.
+claims::Figure advisorFigure(const std::vector<BitAllocation>& front, const BitAllocation& advice,
+                             const std::vector<AllocationCheck>& checks, double targetBits)
+{
+    claims::Figure fig;
+    fig.id = "pareto_front";
+    fig.title = "The K/V bit-allocation advisor: predicted front and measured allocations";
+    fig.xLabel = "average bits per coordinate";
+    fig.yLabel = "summed output rel. error (layers)";
+    fig.logY = true;
+    claims::Series line{"predicted front", {}, {}, {}, {}, true};
+    for (const BitAllocation& a : front) {
+        line.x.push_back(a.bits);
+        line.y.push_back(a.loss);
+    }
+    fig.series.push_back(line);
+    fig.series.push_back({"predicted advice", {advice.bits}, {advice.loss}, {}, {}, false});
+    for (const AllocationCheck& c : checks) // measured: rerun as its own experiment
+        fig.series.push_back({c.name, {c.bits}, {c.measured}, {c.low}, {c.high}, false});
+    char caption[256];
+    std::snprintf(caption, sizeof caption,
+                  "Target %.3g bits per coordinate (K and V, overheads included). The front and the advice are predicted "
+                  "from the K-only and V-only curves; the other points are measured, each allocation rerun as its own "
+                  "experiment, with its 95%% interval.",
+                  targetBits);
+    fig.caption = caption;
+    return fig;
+}
+
 /// `table` cut to its first kMaxTableLines lines, with a line saying how many more are in `file`.
 std::string clippedTable(const std::string& table, const char* file)
 {
@@ -346,6 +378,7 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     // A model run: the map, and with K-only and V-only the sensitivity, the front and the advice.
     std::string modelText;
     std::vector<std::string> modelFiles;
+    std::optional<claims::Figure> advisor;
     if (const auto map = modelMap(results); !map.empty()) {
         std::vector<std::pair<std::string, std::string>> extra{{"model_map.csv", modelMapCsv(results, map)}};
         const auto sensitivity = kvSensitivity(results);
@@ -367,6 +400,7 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
                 if (!checks.empty()) {
                     extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
                     modelText += allocationChecksText(checks);
+                    advisor = advisorFigure(front, *advice, checks, kTargetBits);
                 } else {
                     modelText += "the advice was not rerun: " + note + "\n";
                 }
@@ -405,6 +439,17 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         view->resize(900, 650);
         view->setData(data);
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), figureOptions,
+                                                 QByteArray::fromStdString(specJson));
+        if (!outcome.ok()) {
+            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";
+            return kExitFailed;
+        }
+        figureFiles += static_cast<int>(outcome.written.size());
+    }
+    if (figures && advisor) {
+        ClaimFigureView view(*advisor, &host);
+        view.resize(900, 650);
+        const auto outcome = widgets::exportView(view, figuresDir, QStringLiteral("pareto_front"), figureOptions,
                                                  QByteArray::fromStdString(specJson));
         if (!outcome.ok()) {
             err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";

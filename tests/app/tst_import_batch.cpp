@@ -178,7 +178,8 @@ private slots:
                                    QStringLiteral("--out"), out, QStringLiteral("--quiet")});
         QVERIFY2(run.exitCode == 0, run.err.constData());
         for (const char* name : {"model_map.csv", "kv_sensitivity.csv", "pareto.csv", "allocation.json",
-                                 "allocation_check.csv", "figures/model_map.pdf", "figures/model_map.csv"})
+                                 "allocation_check.csv", "figures/model_map.pdf", "figures/model_map.csv",
+                                 "figures/pareto_front.pdf", "figures/pareto_front.csv"})
             QVERIFY2(QFileInfo::exists(out + QLatin1Char('/') + QLatin1String(name)), name);
         QFile map(out + QStringLiteral("/model_map.csv"));
         QVERIFY(map.open(QIODevice::ReadOnly));
@@ -189,6 +190,12 @@ private slots:
         QVERIFY(allocation.open(QIODevice::ReadOnly));
         const QByteArray json = allocation.readAll();
         QVERIFY2(json.contains("\"format\": \"kvlens-allocation\"") && json.contains("\"layer\": 3"), json.constData());
+        // The front figure: the predicted front and point, and every rerun allocation as measured.
+        QFile front(out + QStringLiteral("/figures/pareto_front.csv"));
+        QVERIFY(front.open(QIODevice::ReadOnly));
+        const QByteArray frontCsv = front.readAll();
+        for (const char* series : {"predicted front", "predicted advice", ",advice,", "TQ-KV n = 3", "KQV n = 3"})
+            QVERIFY2(frontCsv.contains(series), series);
         QVERIFY2(run.out.contains("K-vs-V sensitivity") && run.out.contains("advisor at 3 bits/coordinate"),
                  run.out.constData());
         QVERIFY2(run.out.contains("the advice rerun as its own experiment") && run.out.contains("TQ-KV n = 3"),
