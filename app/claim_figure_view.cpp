@@ -27,10 +27,8 @@ void ClaimFigureView::draw()
             x << s.x[i];
             y << s.y[i];
             if (bars) {
-                double down = std::max(0.0, s.y[i] - (std::isfinite(s.low[i]) ? s.low[i] : s.y[i]));
-                if (m_figure.logY)
-                    down = std::min(down, 0.999 * s.y[i]); // a log axis has no room at or below 0
-                minus << down;
+                // On a log axis a lower end at or below 0 is marked by clipLogErrorBars, not drawn to the floor.
+                minus << std::max(0.0, s.y[i] - (std::isfinite(s.low[i]) ? s.low[i] : s.y[i]));
                 plus << std::max(0.0, (std::isfinite(s.high[i]) ? s.high[i] : s.y[i]) - s.y[i]);
             }
         }
@@ -75,6 +73,7 @@ void ClaimFigureView::draw()
         // Rotated labels end at their tick (negative angle), so the last ones stay on the page.
         plot->xAxis->setTickLabelRotation(m_figure.categories.size() > 4 ? -45 : 0);
     }
+    plot->clipLogErrorBars(); // before the ranges are fitted, so its markers are inside them
     plot->rescaleAxes();
     // Room around the points: a decade fraction on log axes, 5% on linear ones.
     for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {

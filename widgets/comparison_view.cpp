@@ -148,6 +148,9 @@ void ComparisonView::redraw()
     }
     m_plot->yAxis->setTicker(labels);
     m_plot->yAxis->setSubTicks(false);
+    // Rows sit at y = 0, -1, ...: QCustomPlot's solid zero line would run through the first one
+    // like an interval without ends.
+    m_plot->yAxis->grid()->setZeroLinePen(Qt::NoPen);
     auto add = [&](const QString& name, const QColor& color, QVector<double>& x, QVector<double>& y,
                    QVector<double>& low, QVector<double>& high) {
         if (x.isEmpty())

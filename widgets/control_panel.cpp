@@ -2,6 +2,8 @@
 // Control dock: spec <-> widgets, with parameter editors generated from regime descriptions.
 #include "widgets/control_panel.h"
 
+#include <map>
+
 #include "core/quant/path.h"
 
 #include <QCheckBox>
@@ -509,6 +511,7 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
     selectBackend(spec);
     refreshSchemeLabels();
     applySchemeFilter();
+    markSwept(spec);
     // The first ticked scheme in view: a preset's choice is never scrolled out of sight.
     for (int row = 0; row < m_schemes->count(); ++row)
         if (m_schemes->item(row)->checkState() == Qt::Checked) {
@@ -516,6 +519,52 @@ void ControlPanel::setSpec(const ExperimentSpec& spec)
             break;
         }
     m_shown = widgetSpec();
+}
+
+void ControlPanel::markSwept(const ExperimentSpec& spec)
+{
+    std::map<QWidget*, QString> swept;
+    for (const SweepAxis& a : spec.sweep) {
+        QWidget* w = nullptr;
+        switch (a.parameter) {
+        case SweepParameter::D: w = m_d; break;
+        case SweepParameter::Tokens: w = m_tokens; break;
+        case SweepParameter::Queries: w = m_queries; break;
+        case SweepParameter::ScoreScale: w = m_scoreScale; break;
+        case SweepParameter::Regime: w = paramEditor(QString::fromStdString(a.regimeKey)); break;
+        case SweepParameter::Budget: break;
+        }
+        QStringList values;
+        for (double v : a.values)
+            values << QString::number(v, 'g', 6);
+        if (w)
+            swept[w] = values.join(QStringLiteral(", "));
+    }
+    std::vector<QWidget*> editors{m_d, m_tokens, m_queries, m_scoreScale};
+    for (const auto& [desc, widget] : m_paramEditors)
+        editors.push_back(widget);
+    for (QWidget* w : editors) {
+        // The widget's own tooltip and suffix are kept in properties while it is marked.
+        if (!w->property("kvlensTip").isValid())
+            w->setProperty("kvlensTip", w->toolTip());
+        const auto it = swept.find(w);
+        const bool isSwept = it != swept.end();
+        w->setEnabled(!isSwept);
+        w->setToolTip(isSwept ? QStringLiteral("Swept by the spec over %1: each grid point sets its own value (edit the "
+                                               "sweep in the spec file).").arg(it->second)
+                              : w->property("kvlensTip").toString());
+        auto suffixed = [&](auto* box) {
+            if (!box)
+                return;
+            if (!box->property("kvlensSuffix").isValid())
+                box->setProperty("kvlensSuffix", box->suffix());
+            box->setSuffix(isSwept ? QStringLiteral("  (swept)") : box->property("kvlensSuffix").toString());
+        };
+        suffixed(qobject_cast<QSpinBox*>(w));
+        suffixed(qobject_cast<QDoubleSpinBox*>(w));
+        if (auto* line = qobject_cast<QLineEdit*>(w); line && isSwept)
+            line->setPlaceholderText(QStringLiteral("swept"));
+    }
 }
 
 void ControlPanel::applySchemeFilter()

@@ -74,6 +74,9 @@ signals:
 
 private:
     void applySchemeFilter();
+    /// Editors of the parameters a spec sweeps: disabled, "(swept)" after the value and the swept
+    /// values in the tooltip; the others as they were.
+    void markSwept(const ExperimentSpec& spec);
     void rebuildParams(const RegimeParams& values);
     void refreshSchemeLabels();
     void addSchemeItem(const SchemeConfig& scheme, bool checked);

@@ -4,6 +4,8 @@
 
 #include "widgets/formula_label.h"
 
+#include <map>
+
 #include <QToolTip>
 
 #include <algorithm>
@@ -512,6 +514,43 @@ bool PlotWidget::allIntegers(const QVector<double>& values)
         if (!std::isfinite(v) || v != std::round(v))
             return false;
     return true;
+}
+
+int PlotWidget::clipLogErrorBars()
+{
+    std::map<std::pair<QCPAxis*, QCPAxis*>, std::pair<QVector<double>, QVector<double>>> marks;
+    for (int i = 0; i < plottableCount(); ++i) {
+        auto* bars = qobject_cast<QCPErrorBars*>(plottable(i));
+        if (!bars || bars->errorType() != QCPErrorBars::etValueError || !bars->valueAxis()
+            || bars->valueAxis()->scaleType() != QCPAxis::stLogarithmic)
+            continue;
+        auto* points = qobject_cast<QCPGraph*>(bars->dataPlottable());
+        if (!points)
+            continue;
+        QSharedPointer<QCPErrorBarsDataContainer> errors = bars->data();
+        auto& [xs, ys] = marks[{bars->keyAxis(), bars->valueAxis()}];
+        for (int k = 0; k < errors->size() && k < points->dataCount(); ++k) {
+            const double y = (points->data()->constBegin() + k)->value;
+            QCPErrorBarsData& e = (*errors)[k];
+            if (y > 0.0 && y - e.errorMinus <= 0.0) {
+                e.errorMinus = 0.0;
+                xs << (points->data()->constBegin() + k)->key;
+                ys << y / 1.5;
+            }
+        }
+    }
+    int marked = 0;
+    for (const auto& [axes, points] : marks) {
+        if (points.first.isEmpty())
+            continue;
+        QCPGraph* g = addGraph(axes.first, axes.second);
+        g->setName(QStringLiteral("interval reaches 0"));
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, Qt::black, Qt::black, 5));
+        g->setData(points.first, points.second);
+        marked += static_cast<int>(points.first.size());
+    }
+    return marked;
 }
 
 void PlotWidget::placeLegendBelow(int columns)

@@ -91,6 +91,10 @@ public:
     static void setIntegerAxis(QCPAxis* axis, double lo, double hi);
     /// Whether every value is a whole number (an integer axis fits them).
     static bool allIntegers(const QVector<double>& values);
+    /// On log value axes, error bars whose lower end is at or below 0 would fall to the axis floor:
+    /// their downward half is dropped and a ▼ marker ("interval reaches 0") is drawn under the
+    /// point instead. Call after the axes are made logarithmic. Returns the points so marked.
+    int clipLogErrorBars();
     /// Moves the legend out of the plot area into a row below it, `columns` entries wide.
     void placeLegendBelow(int columns);
 

@@ -193,6 +193,7 @@ void SweepView::redraw()
     m_logY->setEnabled(metric == KlMean || metric == KlP99);
     if (logY)
         PlotWidget::setLogAxis(m_plot->yAxis);
+    m_plot->clipLogErrorBars(); // lower ends at or below 0 on a log axis: a marker, not a bar to the floor
     m_plot->rescaleAxes();
     const QCPRange xr = m_plot->xAxis->range();
     if (logX)

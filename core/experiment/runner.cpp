@@ -197,14 +197,12 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     const Regime* fixedRegime = findRegime(spec.regime);
     if (fixedRegime && !fixedRegime->seedIndependent())
         fixedRegime = nullptr;
-    std::vector<double> pointInputBytes(static_cast<std::size_t>(points), 0.0);
     double inputSum = 0.0, inputMax = 0.0;
     if (fixedRegime)
         for (int p = 0; p < points; ++p) {
             const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
             const double b = fixedRegime->inputBytes(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries,
                                                                                  ps.calibrationRows()});
-            pointInputBytes[static_cast<std::size_t>(p)] = b;
             inputSum += b;
             inputMax = std::max(inputMax, b);
         }

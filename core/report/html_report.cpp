@@ -27,6 +27,35 @@ std::string html(std::string_view text)
     return out;
 }
 
+/// Escaped text with the report's symbols typeset: ε_dir^K, φ_K, SNR_K... get real sub- and
+/// superscripts (a whitelist: identifiers such as rel_mse_t and file names keep their underscores).
+std::string prose(std::string_view text)
+{
+    static const std::pair<std::string_view, std::string_view> symbols[] = {
+        {"ε_dir^K", "ε<sub>dir</sub><sup>K</sup>"}, {"ε_dir^V", "ε<sub>dir</sub><sup>V</sup>"},
+        {"ε_dir", "ε<sub>dir</sub>"},               {"φ_K", "φ<sub>K</sub>"},
+        {"φ_V", "φ<sub>V</sub>"},                   {"φ_T", "φ<sub>T</sub>"},
+        {"SNR_K", "SNR<sub>K</sub>"},               {"SNR_V", "SNR<sub>V</sub>"},
+        {"SNR_T", "SNR<sub>T</sub>"},               {"D_{n-1}", "D<sub>n−1</sub>"},
+        {"D_n", "D<sub>n</sub>"},                   {"d_eff", "d<sub>eff</sub>"},
+        {"relMSE_K", "relMSE<sub>K</sub>"},         {"relMSE_V", "relMSE<sub>V</sub>"},
+    };
+    std::string out = html(text);
+    for (const auto& [from, to] : symbols)
+        for (std::size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size()))
+            out.replace(at, from.size(), to);
+    return out;
+}
+
+/// Text without sub/superscript markers, for attributes (alt text): "ε_dir^K" -> "ε dir K".
+std::string plainSymbols(std::string text)
+{
+    for (char& c : text)
+        if (c == '_' || c == '^')
+            c = ' ';
+    return text;
+}
+
 std::string verdictClass(Verdict v)
 {
     switch (v) {
@@ -49,15 +78,15 @@ std::string tableHtml(const Table& t)
 {
     std::string h = "<div class=\"scroll\"><table>";
     if (!t.caption.empty())
-        h += "<caption>" + html(t.caption) + "</caption>";
+        h += "<caption>" + prose(t.caption) + "</caption>";
     h += "<tr>";
     for (const std::string& c : t.header)
-        h += "<th>" + html(c) + "</th>";
+        h += "<th>" + prose(c) + "</th>";
     h += "</tr>\n";
     for (const auto& row : t.rows) {
         h += "<tr>";
         for (const std::string& c : row)
-            h += "<td>" + html(c) + "</td>";
+            h += "<td>" + prose(c) + "</td>";
         h += "</tr>\n";
     }
     return h + "</table></div>\n";
@@ -168,29 +197,29 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
     for (const Claim& c : claimList) {
         const auto holding = std::count_if(c.checks.begin(), c.checks.end(), [](const auto& k) { return k.holds; });
         page += "<tr><td><a href=\"#" + html(c.id) + "\">" + html(c.id) + "</a></td><td>" + html(c.paper) + "</td><td>" +
-                html(c.title) + "</td><td><span class=\"verdict " + verdictClass(c.verdict) + "\">" +
+                prose(c.title) + "</td><td><span class=\"verdict " + verdictClass(c.verdict) + "\">" +
                 html(verdictText(c.verdict)) + "</span></td><td>" + std::to_string(holding) + " / " +
-                std::to_string(c.checks.size()) + "</td><td>" + html(c.headline) + "</td></tr>\n";
+                std::to_string(c.checks.size()) + "</td><td>" + prose(c.headline) + "</td></tr>\n";
     }
     page += "</table></div>\n";
 
     for (const Claim& c : claimList) {
-        page += "<section class=\"claim\" id=\"" + html(c.id) + "\">\n<h2>" + html(c.id) + " — " + html(c.title) +
+        page += "<section class=\"claim\" id=\"" + html(c.id) + "\">\n<h2>" + html(c.id) + " — " + prose(c.title) +
                 "</h2>\n";
         page += "<p><b>Verdict:</b> <span class=\"verdict " + verdictClass(c.verdict) + "\">" +
                 html(verdictText(c.verdict)) + "</span></p>\n";
-        page += "<p><b>Paper " + html(c.paper) + " claims:</b> " + html(c.statement) + "</p>\n";
-        page += "<p><b>Criterion:</b> " + html(c.criterion) + "</p>\n";
-        page += "<p><b>Measured:</b> " + html(c.headline) + "</p>\n";
+        page += "<p><b>Paper " + html(c.paper) + " claims:</b> " + prose(c.statement) + "</p>\n";
+        page += "<p><b>Criterion:</b> " + prose(c.criterion) + "</p>\n";
+        page += "<p><b>Measured:</b> " + prose(c.headline) + "</p>\n";
         if (!c.dependsOn.empty())
-            page += "<p><b>Depends on the setting:</b> " + html(c.dependsOn) + "</p>\n";
+            page += "<p><b>Depends on the setting:</b> " + prose(c.dependsOn) + "</p>\n";
         std::string runNames;
         for (const std::string& r : c.runs)
             runNames += (runNames.empty() ? "" : "; ") + r;
         page += "<p class=\"meta\">Runs: " + html(runsText(p, c).empty() ? runNames : runsText(p, c)) + "</p>\n";
         for (const Figure& f : c.figures) {
-            page += "<figure><img alt=\"" + html(f.title) + "\" src=\"data:image/svg+xml;base64," + svgOf(p, f.id) +
-                    "\">\n<figcaption><b>" + html(f.title) + ".</b> " + html(f.caption) + " Files: <a href=\"figures/" +
+            page += "<figure><img alt=\"" + html(plainSymbols(f.title)) + "\" src=\"data:image/svg+xml;base64," + svgOf(p, f.id) +
+                    "\">\n<figcaption><b>" + prose(f.title) + ".</b> " + prose(f.caption) + " Files: <a href=\"figures/" +
                     html(f.id) + ".pdf\">PDF</a>, <a href=\"figures/" + html(f.id) + ".svg\">SVG</a>, <a href=\"figures/" +
                     html(f.id) + ".csv\">CSV</a>.</figcaption></figure>\n";
         }
@@ -200,11 +229,11 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
                    + std::to_string(rows) + " rows)</summary>\n" + body + "</details>\n";
         };
         for (const Table& t : c.tables)
-            page += fold(html(t.caption.empty() ? std::string("Table") : t.caption), t.rows.size(), tableHtml(t));
+            page += fold(prose(t.caption.empty() ? std::string("Table") : t.caption), t.rows.size(), tableHtml(t));
         std::string checks = "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
                              "<th>criterion holds</th></tr>\n";
         for (const Check& k : c.checks)
-            checks += "<tr><td>" + html(k.setting) + "</td><td>" + html(k.measured) + "</td><td class=\"" +
+            checks += "<tr><td>" + prose(k.setting) + "</td><td>" + prose(k.measured) + "</td><td class=\"" +
                       (k.holds ? "holds\">yes" : "fails\">no") + "</td></tr>\n";
         checks += "</table></div>\n";
         page += fold("Checks", c.checks.size(), checks);

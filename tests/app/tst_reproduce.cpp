@@ -106,6 +106,10 @@ private slots:
         QVERIFY(html.indexOf(QStringLiteral("<details")) > html.indexOf(QStringLiteral("<section class=\"claim\"")));
         QVERIFY(html.contains(QStringLiteral("@media print{")));
         QVERIFY(!html.contains(QRegularExpression(QStringLiteral("\\d\\.\\de-[0-9]{4}")))); // no "5.9e-1337"
+        // Symbols are typeset in the prose, never a literal caret; identifiers keep their underscores.
+        QVERIFY(html.contains(QStringLiteral("ε<sub>dir</sub><sup>K</sup>")));
+        QVERIFY(!html.contains(QStringLiteral("ε_dir^K")));
+        QVERIFY(html.contains(QStringLiteral("rel_mse_t")));
 
         // claims.csv: one row per claim, and each verdict is the rule applied to its checks in checks.csv.
         const auto claimRows = readCsv(out + QStringLiteral("/claims.csv"));

@@ -7,6 +7,7 @@
 #include "core/model/spec_json.h"
 #include "widgets/control_panel.h"
 
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QLineEdit>
 #include <QListWidget>
@@ -119,6 +120,28 @@ private slots:
         panel->schemeFilter()->clear();
         for (int row = 0; row < list->count(); ++row)
             QVERIFY(!list->item(row)->isHidden());
+    }
+
+    void aSweptParameterReadsSweptInTheDock()
+    {
+        initKvlensResources();
+        MainWindow window(false);
+        QFile f(QStringLiteral(":/presets/heavy_tail_sweep.json"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto spec = kvlens::specFromJson(f.readAll().toStdString());
+        QVERIFY(spec.ok());
+        window.loadSpec(*spec, false);
+        auto* panel = window.findChild<kvlens::widgets::ControlPanel*>();
+        auto* nu = qobject_cast<QDoubleSpinBox*>(panel->paramEditor(QStringLiteral("nu")));
+        QVERIFY(nu);
+        QVERIFY(!nu->isEnabled());
+        QVERIFY(nu->suffix().contains(QStringLiteral("swept")));
+        QVERIFY(nu->toolTip().contains(QStringLiteral("5, 3, 2, 1.5, 1.05")));
+        // The spec read back from the dock still sweeps nu.
+        QCOMPARE(panel->spec().sweep, spec->sweep);
+        window.loadSpec(kvlens::defaultSpec(), false);
+        for (QDoubleSpinBox* box : panel->findChildren<QDoubleSpinBox*>())
+            QVERIFY2(!box->suffix().contains(QStringLiteral("swept")), qPrintable(box->objectName()));
     }
 
     void aSavedGeometryThatNoLongerFitsIsNotRestored()

@@ -287,8 +287,42 @@ private slots:
         QVERIFY(validation.placeholderText().contains(QStringLiteral("Run validation")));
     }
 
+    void logErrorBarsReachingZeroGetAMarkerNotABarToTheFloor()
+    {
+        PlotWidget plot;
+        PlotWidget::setLogAxis(plot.yAxis);
+        QCPGraph* g = plot.addLineSeries(QStringLiteral("s"), seriesColor(0), QCPScatterStyle::ssCircle);
+        g->setData(QVector<double>{1, 2, 3}, QVector<double>{1.0, 0.1, 0.01});
+        auto* bars = new QCPErrorBars(plot.xAxis, plot.yAxis);
+        bars->setDataPlottable(g);
+        bars->setData(QVector<double>{0.5, 0.2, 0.01}, QVector<double>{0.1, 0.1, 0.1}); // 2nd below 0, 3rd exactly 0
+        QCOMPARE(plot.clipLogErrorBars(), 2);
+        QCOMPARE(bars->data()->at(0).errorMinus, 0.5);
+        QCOMPARE(bars->data()->at(1).errorMinus, 0.0);
+        QCOMPARE(bars->data()->at(2).errorMinus, 0.0);
+        QCOMPARE(bars->data()->at(1).errorPlus, 0.1);
+        QCPGraph* marker = plot.graph(plot.graphCount() - 1);
+        QCOMPARE(marker->name(), QStringLiteral("interval reaches 0"));
+        QCOMPARE(marker->dataCount(), 2);
+        QCOMPARE(marker->data()->at(0)->value, 0.1 / 1.5);
+        // A linear axis keeps its bars as they are.
+        PlotWidget linear;
+        QCPGraph* h = linear.addLineSeries(QStringLiteral("s"), seriesColor(0), QCPScatterStyle::ssCircle);
+        h->setData(QVector<double>{1}, QVector<double>{0.1});
+        auto* linearBars = new QCPErrorBars(linear.xAxis, linear.yAxis);
+        linearBars->setDataPlottable(h);
+        linearBars->setData(QVector<double>{0.2}, QVector<double>{0.1});
+        QCOMPARE(linear.clipLogErrorBars(), 0);
+        QCOMPARE(linearBars->data()->at(0).errorMinus, 0.2);
+    }
+
     void comparisonAndTheoryTables()
     {
+        {
+            ComparisonView forest;
+            forest.setData(m_data);
+            QCOMPARE(forest.plot()->yAxis->grid()->zeroLinePen().style(), Qt::NoPen); // row 0 is not an interval
+        }
         ComparisonView comparisons;
         comparisons.setData(m_data);
         QCOMPARE(comparisons.table()->rowCount(), 3 * 2); // 3 pairs x 2 budgets
