@@ -24,6 +24,23 @@
 
 using namespace kvlens::app;
 
+namespace {
+
+/// A compiled-in preset, parsed (the test stops if it does not parse).
+kvlens::ExperimentSpec presetSpec(const char* name)
+{
+    initKvlensResources();
+    QFile f(QStringLiteral(":/presets/") + QLatin1String(name));
+    if (!f.open(QIODevice::ReadOnly))
+        qFatal("missing preset %s", name);
+    const auto spec = kvlens::specFromJson(f.readAll().toStdString());
+    if (!spec)
+        qFatal("preset %s: %s", name, spec.error().text().c_str());
+    return *spec;
+}
+
+} // namespace
+
 class TestWindowFit : public QObject {
     Q_OBJECT
 private slots:
@@ -92,11 +109,9 @@ private slots:
         MainWindow window(false);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
-        QFile f(QStringLiteral(":/presets/paper_c_headq.json"));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const auto spec = kvlens::specFromJson(f.readAll().toStdString());
-        QVERIFY(spec.ok());
-        window.loadSpec(*spec, false);
+        const kvlens::ExperimentSpec loaded = presetSpec("paper_c_headq.json");
+        const kvlens::ExperimentSpec* spec = &loaded;
+        window.loadSpec(loaded, false);
         auto* panel = window.findChild<kvlens::widgets::ControlPanel*>();
         QVERIFY(panel);
         QListWidget* list = panel->schemeList();
@@ -126,11 +141,9 @@ private slots:
     {
         initKvlensResources();
         MainWindow window(false);
-        QFile f(QStringLiteral(":/presets/heavy_tail_sweep.json"));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const auto spec = kvlens::specFromJson(f.readAll().toStdString());
-        QVERIFY(spec.ok());
-        window.loadSpec(*spec, false);
+        const kvlens::ExperimentSpec loaded = presetSpec("heavy_tail_sweep.json");
+        const kvlens::ExperimentSpec* spec = &loaded;
+        window.loadSpec(loaded, false);
         auto* panel = window.findChild<kvlens::widgets::ControlPanel*>();
         auto* nu = qobject_cast<QDoubleSpinBox*>(panel->paramEditor(QStringLiteral("nu")));
         QVERIFY(nu);
