@@ -6,6 +6,7 @@
 
 #include "app/experiment_worker.h"
 #include "widgets/model_map_view.h"
+#include "core/io/atomic_file.h"
 #include "core/model/spec_json.h"
 #include "widgets/control_panel.h"
 #include "widgets/export_dialog.h"
@@ -25,7 +26,6 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QGuiApplication>
 #include <QScreen>
@@ -530,11 +530,8 @@ void MainWindow::saveSpec()
                                                       QStringLiteral("KVLens spec (*.json)"));
     if (path.isEmpty())
         return;
-    QSaveFile file(path);
-    const QByteArray json = QByteArray::fromStdString(specToJson(*spec) + "\n");
-    if (!file.open(QIODevice::WriteOnly) || file.write(json) != json.size() || !file.commit()) {
-        QMessageBox::warning(this, QStringLiteral("Cannot save spec"),
-                             QStringLiteral("%1: %2").arg(path, file.errorString()));
+    if (auto written = writeFileAtomic(path.toStdString(), specToJson(*spec) + "\n"); !written) {
+        QMessageBox::warning(this, QStringLiteral("Cannot save spec"), QString::fromStdString(written.error().text()));
         return;
     }
     addRecent(path);

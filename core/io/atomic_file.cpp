@@ -15,6 +15,22 @@
 
 namespace kvlens {
 
+namespace {
+
+mode_t defaultFileMode()
+{
+    const mode_t mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+} // namespace
+
+bool applyDefaultPermissions(const std::string& path)
+{
+    return ::chmod(path.c_str(), defaultFileMode()) == 0;
+}
+
 Status writeFileAtomic(const std::string& path, std::string_view contents)
 {
     const std::filesystem::path target(path);
@@ -51,9 +67,7 @@ Status writeFileAtomic(const std::string& path, std::string_view contents)
     if (fsync(fd) != 0)
         return fail("flush failed");
     // mkstemp creates 0600; give the file the usual permissions.
-    const mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
+    fchmod(fd, defaultFileMode());
     if (close(fd) != 0) {
         unlink(temp.c_str());
         return Error{path, std::string("close failed: ") + std::strerror(errno)};

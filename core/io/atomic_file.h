@@ -13,6 +13,10 @@ namespace kvlens {
 /// one is complete. Errors name the path and the system's reason.
 Status writeFileAtomic(const std::string& path, std::string_view contents);
 
+/// Gives a file made by mkstemp (0600) the permissions a new file gets, 0666 & ~umask, so
+/// exports stay readable to a shared project; false when chmod fails.
+bool applyDefaultPermissions(const std::string& path);
+
 /// Creates `dir` and missing parents; an error names the directory that could not be made.
 Status makeDirectories(const std::string& dir);
 
