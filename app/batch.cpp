@@ -19,8 +19,10 @@
 #include "core/analysis/comparison.h"
 #include "core/analysis/model_lens.h"
 #include "core/analysis/proxies.h"
+#include "core/analysis/teaching_pair.h"
 #include "core/analysis/validation.h"
 #include "widgets/figure_export.h"
+#include "widgets/teaching_view.h"
 #include "widgets/views.h"
 
 #include <QDir>
@@ -429,10 +431,28 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     QWidget host;
     const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
     int figureFiles = 0;
+    std::string teachingNote;
     for (widgets::ResultView* view : figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
-        // The teaching tab draws its own one-query example, not this run's data: the window exports it.
-        if (view->viewId() == QLatin1String("teaching"))
-            continue;
+        // The teaching tab draws its one-query chain for the run's first scheme pair on the run's
+        // data law, with every stage revealed; a run that reads files or lacks a pair says why not.
+        if (auto* teaching = qobject_cast<widgets::TeachingView*>(view)) {
+            const auto config = teachingConfigForRun(results.spec);
+            if (!config) {
+                teachingNote = "teaching figure not drawn: " + config.error().text() + "\n";
+                continue;
+            }
+            teaching->setRunConfig(*config);
+            teaching->setStage(widgets::TeachingView::StageCount - 1);
+            if (!teaching->waitUntilDrawn(120000) || !teaching->result()) {
+                teachingNote = "teaching figure not drawn: " +
+                               (teaching->error().isEmpty() ? std::string("no result in 120 s") : teaching->error().toStdString()) +
+                               "\n";
+                continue;
+            }
+            teachingNote = "teaching figure: " + config->schemes[0] + " against " + config->schemes[1] + " at n = " +
+                           std::to_string(config->budget) + ", seed " + std::to_string(config->seed) +
+                           " (the run's first scheme pair)\n";
+        }
         if (view->viewId() == QLatin1String("model_map") && results.spec.regime != "model")
             continue; // a model run's view
 
@@ -471,7 +491,7 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         << clippedTable(stats::comparisonsText(results, comparisons), "comparisons.csv") << "\n"
         << stats::proxiesText(proxies);
     const std::string& shown = shownDir.empty() ? outDir : shownDir;
-    out << modelText;
+    out << modelText << teachingNote;
     out << "wrote " << shown
         << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json";
     for (const std::string& f : modelFiles)

@@ -2,6 +2,7 @@
 // Export through QCustomPlot's own PDF/PNG writers and a QCPPainter on QSvgGenerator, then atomic renames.
 #include "widgets/figure_export.h"
 
+#include "core/io/atomic_file.h"
 #include "core/io/fault.h"
 #include "core/io/staged_dir.h"
 #include "widgets/result_view.h"
@@ -10,7 +11,6 @@
 #include <QSet>
 #include <QFontDatabase>
 #include <QFileInfo>
-#include <QSaveFile>
 #include <QSvgGenerator>
 #include <QTemporaryDir>
 #include <QTemporaryFile>
@@ -56,11 +56,23 @@ QString writeViaTemporary(const QString& target, const std::function<bool(const 
     if (!write(tempPath)) // the writers (libpng, the PDF engine) do not say why; a full disk is the usual one
         return QStringLiteral("%1: the figure could not be written%2")
             .arg(target, QString::fromStdString(io::spaceNote(folder.toStdString())));
+    // QTemporaryFile made it 0600; a figure gets the permissions any new file gets.
+    if (!applyDefaultPermissions(QFile::encodeName(tempPath).toStdString()))
+        return QStringLiteral("%1: cannot set permissions (%2)").arg(target, QString::fromLocal8Bit(std::strerror(errno)));
     // rename(2) replaces the target atomically; QFile::rename would refuse an existing one.
     if (std::rename(QFile::encodeName(tempPath).constData(), QFile::encodeName(target).constData()) != 0)
         return QStringLiteral("%1: cannot replace (%2)").arg(target, QString::fromLocal8Bit(std::strerror(errno)));
     temp.setAutoRemove(false);
     return QString();
+}
+
+/// The options with the view's own height for this width, where it asks for one (a panel grid
+/// that re-flows into more rows at a single column needs more height).
+ExportOptions withViewAspect(const ResultView& view, ExportOptions options)
+{
+    if (const double aspect = view.printAspect(options.widthInches); aspect > 0.0)
+        options.aspect = aspect;
+    return options;
 }
 
 /// The view's print layout while it lives (ResultView::beginPrint), the live one after.
@@ -208,19 +220,19 @@ struct PrintLayout {
 
 QString saveText(const QString& path, const QByteArray& contents)
 {
-    if (io::faultFailsWrite(QFileInfo(path).fileName().toStdString()))
-        return QStringLiteral("%1: cannot write (No space left on device)").arg(path);
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(contents) != contents.size() || !file.commit())
-        return QStringLiteral("%1: cannot write (%2)").arg(path, file.errorString());
+    // core's atomic write (temporary, fsync, rename) gives the file the usual 0666 & ~umask
+    // permissions; QSaveFile left new figures 0600, unreadable to the rest of a shared project.
+    if (auto written = writeFileAtomic(path.toStdString(), std::string_view(contents.constData(), contents.size())); !written)
+        return QString::fromStdString(written.error().text());
     return QString();
 }
 
 } // namespace
 
-ExportOutcome exportView(ResultView& view, const QString& dir, const QString& stem, const ExportOptions& options,
+ExportOutcome exportView(ResultView& view, const QString& dir, const QString& stem, const ExportOptions& requested,
                          const QByteArray& specJson)
 {
+    const ExportOptions options = withViewAspect(view, requested);
     ExportOutcome out;
     if (!QDir().mkpath(dir)) {
         out.error = QStringLiteral("%1: cannot create the folder").arg(dir);
@@ -326,8 +338,9 @@ ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& 
     return out;
 }
 
-PrintCheck checkPrint(ResultView& view, const ExportOptions& options)
+PrintCheck checkPrint(ResultView& view, const ExportOptions& requested)
 {
+    const ExportOptions options = withViewAspect(view, requested);
     PrintCheck check;
     if (!view.waitUntilDrawn())
         return check;
@@ -362,11 +375,45 @@ PrintCheck checkPrint(ResultView& view, const ExportOptions& options)
             check.overlaps << PlotWidget::tickOverlaps(axis);
         }
     }
-    QList<QCPLegend*> legends{plot->legend};
+    // An axis label much longer than its axis runs into the neighbouring panel's label or off the
+    // page; centred, it may reach 7.5% past each end, into the margin, the panel gap.
+    for (QCPAxisRect* rect : plot->axisRects())
+        for (QCPAxis* axis : rect->axes()) {
+            if (!axis->visible() || axis->label().trimmed().isEmpty())
+                continue;
+            const double labelWidth = isFormula(axis->label()) ? plot->formulaLayout(axis).width
+                                                               : QFontMetricsF(axis->labelFont()).horizontalAdvance(axis->label());
+            const double room = axis->orientation() == Qt::Horizontal ? rect->width() : rect->height();
+            if (labelWidth > 1.15 * room + 1.0)
+                check.collisions << QStringLiteral("axis label \"%1\" is %2 pt long on a %3 pt axis")
+                                        .arg(formulaPlainText(axis->label()))
+                                        .arg(labelWidth, 0, 'f', 0)
+                                        .arg(room, 0, 'f', 0); // the layout is in points
+        }
+    QList<QCPLegend*> legends;
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+        if (auto* l = qobject_cast<QCPLegend*>(e); l && !legends.contains(l))
+            legends << l;
     for (QCPAxisRect* rect : plot->axisRects())
         for (int i = 0; i < rect->insetLayout()->elementCount(); ++i)
             if (auto* l = qobject_cast<QCPLegend*>(rect->insetLayout()->elementAt(i)); l && !legends.contains(l))
                 legends << l;
+    if (!legends.contains(plot->legend))
+        legends << plot->legend;
+    const QRect page(0, 0, print.width, print.height);
+    QList<QRect> legendBoxes;
+    for (QCPLegend* l : legends) {
+        if (!l || !l->visible() || l->itemCount() == 0)
+            continue;
+        const QRect box = l->outerRect().marginsRemoved(l->margins());
+        if (!page.contains(box))
+            check.collisions << QStringLiteral("a legend (\"%1\") reaches outside the page").arg(
+                                    qobject_cast<QCPPlottableLegendItem*>(l->item(0)) ? qobject_cast<QCPPlottableLegendItem*>(l->item(0))->plottable()->name() : QString());
+        for (const QRect& other : legendBoxes)
+            if (box.intersects(other))
+                check.collisions << QStringLiteral("two legends overlap");
+        legendBoxes << box;
+    }
     for (QCPLegend* l : legends)
         if (l && l->visible())
             for (int i = 0; i < l->itemCount(); ++i)

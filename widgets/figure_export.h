@@ -65,12 +65,15 @@ struct PrintedText {
     double points = 0.0;
 };
 /// The legibility of a view exported with `options`: every text it prints with its size, the
-/// smallest size, and each pair of neighbouring tick labels whose extents along their axis
-/// overlap (laid out as QCustomPlot lays them out at the print size).
+/// smallest size, each pair of neighbouring tick labels whose extents along their axis overlap
+/// (laid out as QCustomPlot lays them out at the print size), and what else collides: an axis
+/// label over 15% longer than its axis (it runs into the next panel or off the page), two legends whose
+/// boxes intersect, a legend outside the page.
 struct PrintCheck {
     std::vector<PrintedText> texts;
     double smallest = 0.0;
     QStringList overlaps;
+    QStringList collisions;
 };
 PrintCheck checkPrint(ResultView& view, const ExportOptions& options);
 

@@ -47,6 +47,20 @@ QCPScatterStyle::ScatterShape seriesShape(int i)
     return shapes[((i % 8) + 8) % 8];
 }
 
+QColor shadeForLevel(const QColor& base, int level, int levels)
+{
+    if (levels <= 1)
+        return base;
+    const double t = std::clamp(static_cast<double>(level) / (levels - 1), 0.0, 1.0); // 0 lightest
+    float h = 0, s = 0, l = 0, a = 0;
+    base.getHslF(&h, &s, &l, &a);
+    // From 0.16 lighter (and a fifth less saturated, so light shades do not glow) to 0.12 darker
+    // than the palette colour, kept within [0.2, 0.8].
+    const double shaded = std::clamp(l + 0.16 - 0.28 * t, 0.2, 0.8);
+    const double saturation = s * (0.8 + 0.2 * t);
+    return QColor::fromHslF(h, static_cast<float>(saturation), static_cast<float>(shaded), a);
+}
+
 namespace {
 
 /// Draws the plot's formula axis labels (on the overlay layer, after the axes have laid out theirs).
@@ -215,8 +229,17 @@ void PlotWidget::applyPaperStyle(double basePointSize, double minimumPointSize, 
     legendFont.setPointSizeF(std::max(basePointSize * 0.8, minimumPointSize));
     // Legend geometry follows the font, so small print sizes get a compact legend.
     const int em = std::max(4, static_cast<int>(std::lround(basePointSize)));
-    // Panels may carry their own legends in their inset layouts (the teaching view); style them alike.
+    // Panels may carry their own legends, in their inset layouts or in the plot's layout (the
+    // teaching view); style them alike. One inside a panel gets a box over the data; one in the
+    // layout, outside every panel, needs none.
     QList<QCPLegend*> legends{legend};
+    QSet<QCPLegend*> inLayout;
+    for (QCPLayoutElement* e : plotLayout()->elements(true))
+        if (auto* l = qobject_cast<QCPLegend*>(e)) {
+            inLayout.insert(l);
+            if (!legends.contains(l))
+                legends << l;
+        }
     for (QCPAxisRect* rect : axisRects())
         for (int i = 0; i < rect->insetLayout()->elementCount(); ++i)
             if (auto* l = qobject_cast<QCPLegend*>(rect->insetLayout()->elementAt(i)); l && !legends.contains(l))
@@ -230,8 +253,8 @@ void PlotWidget::applyPaperStyle(double basePointSize, double minimumPointSize, 
         l->setRowSpacing(0);
         l->setColumnSpacing(em);
         l->setMargins(QMargins(em / 2, em / 4, em / 2, em / 4));
-        l->setBrush(QColor(255, 255, 255, 220));
-        l->setBorderPen(QPen(QColor(0xAA, 0xAA, 0xAA), 0));
+        l->setBrush(inLayout.contains(l) ? QBrush(Qt::NoBrush) : QBrush(QColor(255, 255, 255, 220)));
+        l->setBorderPen(inLayout.contains(l) ? QPen(Qt::NoPen) : QPen(QColor(0xAA, 0xAA, 0xAA), 0));
     }
     for (int i = 0; i < itemCount(); ++i)
         if (auto* text = qobject_cast<QCPItemText*>(item(i)))

@@ -22,6 +22,9 @@ const QVector<QColor>& okabeItoPalette();
 QColor seriesColor(int i);
 /// The i-th marker shape (circle, square, triangle, diamond, ...), e.g. one per budget.
 QCPScatterStyle::ScatterShape seriesShape(int i);
+/// `base` shaded for level `level` of `levels` (e.g. a scheme's colour by budget): the lowest
+/// level lightest, the highest darkest, the hue kept; one level returns `base` unchanged.
+QColor shadeForLevel(const QColor& base, int level, int levels);
 
 /// Base of every plot: fonts, colours, zoom/pan, legend, a hover read-out of the point under
 /// the cursor, and a light "paper" style used for export whatever the live theme. Views only

@@ -53,6 +53,13 @@ public:
     /// Around an export at `widthInches`: a view whose layout cannot be legible at that width
     /// draws a simpler one (the 6D matrix draws one pair at a single column) and back after.
     virtual void beginPrint(double widthInches) { Q_UNUSED(widthInches); }
+    /// Height / width the view needs when exported at `widthInches`, or 0 for the export's own
+    /// (ExportOptions::aspect).
+    virtual double printAspect(double widthInches) const
+    {
+        Q_UNUSED(widthInches);
+        return 0.0;
+    }
     /// What the view says while it has nothing to show (a one-line placeholder over the plot
     /// instead of bare axes), or "" when it has something. Default: "Run an experiment…" before
     /// any result, "computing… 0 of N trials" before the first trial.

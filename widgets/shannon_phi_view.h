@@ -4,12 +4,14 @@
 
 #include "widgets/result_view.h"
 
+#include <QStringList>
+
 class QComboBox;
 
 namespace kvlens::widgets {
 
 /// SNR (dB) against direction error phi (rad) for one site (K, V or T), per vector (capped
-/// samples) or per trial (means); colour per scheme, marker per budget, with the 6.02 n dB
+/// samples) or per trial (means); hue per scheme, lightness and marker per budget, with the 6.02 n dB
 /// lines of an ideal n-bit code.
 class ShannonPhiView final : public ResultView {
     Q_OBJECT
@@ -22,6 +24,13 @@ public:
     enum class Site { Keys, Values, Output };
     void setSite(Site site);
     void setPerVector(bool perVector);
+    /// Clouds with exactly the same points as an earlier one ("KQV n=3 = KV n=3": keys quantized
+    /// the same way); each is drawn as rings around the other's markers and named in a note.
+    QStringList coincidences() const { return m_coincidences; }
+    /// The note drawn in the plot's corner when clouds coincide (empty otherwise).
+    QString coincidenceNote() const;
+    /// Series names back to front: the widest cloud first, rings of coinciding clouds last.
+    QStringList drawOrder() const { return m_drawOrder; }
 
 protected:
     void redraw() override;
@@ -29,6 +38,8 @@ protected:
 private:
     QComboBox* m_site = nullptr;
     QComboBox* m_mode = nullptr;
+    QStringList m_coincidences;
+    QStringList m_drawOrder;
 };
 
 } // namespace kvlens::widgets

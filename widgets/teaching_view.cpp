@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kvlens::widgets {
 
@@ -61,16 +62,6 @@ QColor withAlpha(QColor c, int alpha)
 {
     c.setAlpha(alpha);
     return c;
-}
-
-/// A legend of its own in a panel's inset layout (styled with the main one by applyPaperStyle).
-QCPLegend* panelLegend(QCPAxisRect* rect, Qt::Alignment where)
-{
-    auto* legend = new QCPLegend;
-    rect->insetLayout()->addElement(legend, where);
-    legend->setLayer(QStringLiteral("legend"));
-    legend->setVisible(true);
-    return legend;
 }
 
 /// Category ticks (1, 2, ...) labelled with names.
@@ -265,11 +256,28 @@ void TeachingView::setStage(int stage)
 
 TeachingConfig TeachingView::config() const
 {
-    TeachingConfig c;
+    TeachingConfig c = m_base;
     c.budget = m_budget->value();
-    c.scoreScale = scaleAt(m_scale->value());
+    if (m_scale->value() != m_baseScalePosition)
+        c.scoreScale = scaleAt(m_scale->value());
     c.seed = static_cast<std::uint64_t>(m_seed->value());
     return c;
+}
+
+void TeachingView::setRunConfig(const TeachingConfig& base)
+{
+    m_base = base;
+    const QSignalBlocker blockBudget(m_budget), blockScale(m_scale), blockSeed(m_seed);
+    m_budget->setRange(std::min(2, base.budget), std::max(4, base.budget));
+    m_budget->setValue(base.budget);
+    m_baseScalePosition = std::clamp(static_cast<int>(std::lround(base.scoreScale / 0.25)), m_scale->minimum(),
+                                     m_scale->maximum());
+    m_scale->setValue(m_baseScalePosition);
+    const int seed = static_cast<int>(std::min<std::uint64_t>(base.seed, std::numeric_limits<int>::max()));
+    m_seed->setRange(1, std::max(999999, seed));
+    m_seed->setValue(seed);
+    updateLabels();
+    startCompute();
 }
 
 bool TeachingView::isComputing() const
@@ -430,17 +438,76 @@ QString TeachingView::dataCsv() const
     return m_result ? QString::fromStdString(teachingCsv(*m_result)) : QString();
 }
 
+void TeachingView::beginPrint(double widthInches)
+{
+    m_printInches = widthInches;
+    redraw();
+}
+
+void TeachingView::endPrint()
+{
+    m_printInches = 0.0;
+    redraw();
+}
+
+double TeachingView::printAspect(double widthInches) const
+{
+    // Two columns of three rows at a single column; three of two, with legends under them, beyond.
+    return widthInches < kWidePrintInches ? 1.35 : 0.85;
+}
+
 void TeachingView::redraw()
 {
     m_plot->resetPlot();
     QCPLayoutGrid* grid = m_plot->plotLayout();
+    // Three panels a row; at a single column two, in three rows (printAspect gives the height).
+    const bool narrow = m_printInches > 0.0 && m_printInches < kWidePrintInches;
+    const int columns = narrow ? 2 : 3;
     m_panels.clear();
     m_panels << m_plot->axisRect();
-    for (int i = 1; i < PanelCount; ++i) {
-        auto* rect = new QCPAxisRect(m_plot);
-        grid->addElement(i / 3, i % 3, rect);
-        m_panels << rect;
+    grid->take(m_plot->axisRect());
+    grid->simplify();
+    m_panels.first()->insetLayout()->take(m_plot->legend);
+    m_panels.first()->insetLayout()->simplify();
+    for (int i = 1; i < PanelCount; ++i)
+        m_panels << new QCPAxisRect(m_plot);
+    // Each cell: the panel, and its legend under it (outside the data, where it cannot cover bars
+    // or another legend).
+    QVector<QCPLegend*> legends;
+    for (int i = 0; i < PanelCount; ++i) {
+        auto* cell = new QCPLayoutGrid;
+        grid->addElement(i / columns, i % columns, cell);
+        cell->addElement(0, 0, m_panels[i]);
+        QCPLegend* legend = i == 0 ? m_plot->legend : new QCPLegend;
+        legend->setBorderPen(Qt::NoPen);
+        legend->setBrush(Qt::NoBrush);
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst); // one entry a row
+        legend->setWrap(1);
+        legend->setVisible(true);
+        cell->addElement(1, 0, legend); // gives the legend its plot, then its layer
+        legend->setLayer(QStringLiteral("legend"));
+        cell->setRowStretchFactor(1, 0.001);
+        cell->setRowSpacing(0);
+        legends << legend;
     }
+    // An empty legend's largest size is its margins, which would squeeze its whole column to a
+    // sliver: out of the layout with it (the main one back into its panel's inset, hidden).
+    auto dropEmptyLegends = [&] {
+        for (int i = 0; i < PanelCount; ++i) {
+            QCPLegend* legend = legends[i];
+            if (legend->itemCount() > 0)
+                continue;
+            auto* cell = static_cast<QCPLayoutGrid*>(legend->layout());
+            if (legend == m_plot->legend) {
+                cell->take(legend);
+                m_panels[i]->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
+                legend->setVisible(false);
+            } else {
+                cell->remove(legend);
+            }
+            cell->simplify();
+        }
+    };
     for (int i = 0; i < PanelCount; ++i) {
         // The top axis carries the panel title.
         QCPAxis* top = m_panels[i]->axis(QCPAxis::atTop);
@@ -463,6 +530,7 @@ void TeachingView::redraw()
     if (!m_result) {
         for (QCPAxisRect* rect : m_panels)
             placeholder(rect, m_error.isEmpty() ? QStringLiteral("computing…") : m_error);
+        dropEmptyLegends();
         m_plot->applyPaperStyle(m_plot->font().pointSizeF());
         m_plot->replot(QCustomPlot::rpQueuedReplot);
         return;
@@ -502,7 +570,7 @@ void TeachingView::redraw()
             rect->axis(QCPAxis::atBottom)->rescale();
             y->rescale();
             y->setRangeLower(0.0);
-            y->setRangeUpper(y->range().upper * 1.7); // room for the legend
+            y->setRangeUpper(y->range().upper * 1.1);
             break;
         }
         case TopWeights: {
@@ -511,7 +579,9 @@ void TeachingView::redraw()
             QStringList tokens;
             QVector<double> keys, p;
             for (std::size_t k = 0; k < r.topTokens.size(); ++k) {
-                tokens << QString::number(k + 1);
+                // Every rank live; in print ranks 1, 5, 10, ... (ten labels crowd a panel a third of a page wide).
+                const bool labelled = m_printInches <= 0.0 || k == 0 || (k + 1) % 5 == 0;
+                tokens << (labelled ? QString::number(k + 1) : QString());
                 keys << static_cast<double>(k + 1);
                 p << r.probs[static_cast<std::size_t>(r.topTokens[k])];
             }
@@ -531,15 +601,15 @@ void TeachingView::redraw()
             }
             y->rescale();
             y->setRangeLower(0.0);
-            y->setRangeUpper(y->range().upper * 1.4);
+            y->setRangeUpper(y->range().upper * 1.1);
             break;
         }
         case Jensen: {
-            y->setLabel(QStringLiteral("mean factor on exp(s_j)"));
+            y->setLabel(QStringLiteral("mean factor"));
             categoryTicks(x, schemeNames);
             auto* group = new QCPBarsGroup(m_plot);
             QCPBars* predicted = addBars(m_plot, rect, QStringLiteral("Jensen exp(σ²/2)"), seriesColor(3), 0.35);
-            QCPBars* measured = addBars(m_plot, rect, QStringLiteral("measured mean inflation"), seriesColor(5), 0.35);
+            QCPBars* measured = addBars(m_plot, rect, QStringLiteral("measured"), seriesColor(5), 0.35);
             double top = 1.0;
             for (int s = 0; s < 2; ++s) {
                 const ScoreNoiseChain& k = r.schemes[static_cast<std::size_t>(s)].chain;
@@ -574,7 +644,8 @@ void TeachingView::redraw()
             auto* group = new QCPBarsGroup(m_plot);
             const std::array<QString, 3> names = {QStringLiteral("both paths"), QStringLiteral("key path only"),
                                                   QStringLiteral("value path only")};
-            const std::array<QColor, 3> colors = {seriesColor(2), seriesColor(0), seriesColor(4)};
+            // Not the schemes' colours: these bars are paths, the ticks name the schemes.
+            const std::array<QColor, 3> colors = {QColor(0x66, 0x66, 0x66), seriesColor(4), seriesColor(5)};
             double top = 0.0;
             for (std::size_t c = 0; c < 3; ++c) {
                 QCPBars* b = addBars(m_plot, rect, names[c], colors[c], 0.25);
@@ -590,8 +661,8 @@ void TeachingView::redraw()
             break;
         }
         case ValuePath: {
-            x->setLabel(QStringLiteral("effective tokens N_eff = 1/Σp²"));
-            y->setLabel(QStringLiteral("error (fraction)"));
+            x->setLabel(QStringLiteral("N_eff = 1/Σp²"));
+            y->setLabel(QStringLiteral("error"));
             PlotWidget::setLogAxis(x);
             PlotWidget::setLogAxis(y);
             QVector<double> neff, value, key, reference;
@@ -602,16 +673,16 @@ void TeachingView::redraw()
                 reference << 1.0 / std::sqrt(p.effectiveTokens);
             }
             QCPGraph* v = m_plot->addLineSeries(
-                QStringLiteral("values: surviving error ‖Σ p e‖/rms‖e‖ (slope %1)").arg(r.valuePath.valueSlope, 0, 'f', 2),
+                QStringLiteral("values, slope %1").arg(r.valuePath.valueSlope, 0, 'f', 2),
                 seriesColor(2), QCPScatterStyle::ssCircle, Qt::SolidLine, rect);
             v->setData(neff, value);
             QCPGraph* k = m_plot->addLineSeries(
-                QStringLiteral("keys: attention mass moved ½Σ|Δp| (slope %1)").arg(r.valuePath.keySlope, 0, 'f', 2),
+                QStringLiteral("keys, slope %1").arg(r.valuePath.keySlope, 0, 'f', 2),
                 seriesColor(1), QCPScatterStyle::ssSquare, Qt::SolidLine, rect);
             k->setData(neff, key);
             // Decoration, not data: the 1/sqrt(N_eff) law the value path should follow.
             QCPGraph* ref = m_plot->addGraph(x, y);
-            ref->setName(QStringLiteral("reference 1/√Neff"));
+            ref->setName(QStringLiteral("slope −1/2"));
             ref->setPen(QPen(Qt::black, 1, Qt::DashLine));
             ref->setData(neff, reference);
             double lo = INFINITY, hi = 0.0;
@@ -622,7 +693,7 @@ void TeachingView::redraw()
                         hi = std::max(hi, d);
                     }
             if (hi > 0.0)
-                y->setRange(lo / 1.5, hi * 4.0); // room above for the legend
+                y->setRange(lo / 1.5, hi * 1.5);
             x->rescale();
             x->setRange(x->range().lower / 1.3, x->range().upper * 1.3);
             // Plain-number labels at the powers of ten: the ranges span one to three decades.
@@ -631,18 +702,18 @@ void TeachingView::redraw()
                 ticker->setSubTickCount(8);
                 axis->setTicker(ticker);
                 axis->setNumberFormat(QStringLiteral("g"));
-                axis->setNumberPrecision(3);
+                axis->setNumberPrecision(5); // 1000, not 1e+03
             }
             break;
         }
         case PanelCount: break;
         }
-        // Legends: the main one lives in panel 0; the others get their own.
-        QCPLegend* legend = i == 0 ? m_plot->legend : panelLegend(rect, Qt::AlignTop | Qt::AlignRight);
-        for (QCPAbstractPlottable* p : rect->plottables())
-            p->addToLegend(legend);
-        legend->setVisible(panel != KlPanel); // the KL bars are labelled by their ticks
+        QCPLegend* legend = legends[i];
+        if (panel != KlPanel) // the KL bars are labelled by their ticks
+            for (QCPAbstractPlottable* p : rect->plottables())
+                p->addToLegend(legend);
     }
+    dropEmptyLegends();
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

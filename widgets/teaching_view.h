@@ -77,10 +77,16 @@ public:
     QPushButton* backButton() const { return m_back; }
     QComboBox* stageBox() const { return m_stageBox; }
     QTableWidget* metricsTable() const { return m_table; }
-    /// The configuration the sliders describe.
+    /// The configuration the sliders describe (on the run's data law after setRunConfig).
     TeachingConfig config() const;
+    /// Draws `base` (a run's regime, d, N, scheme pair, engine; teachingConfigForRun) from now
+    /// on: the budget and seed sliders move to its budget and seed (a seed beyond 2^31 − 1 is clamped), the score-scale slider to the
+    /// nearest step, and the base's own scale is kept until that slider is moved. Recomputes.
+    void setRunConfig(const TeachingConfig& base);
     /// The result drawn (null before the first one arrives).
     std::shared_ptr<const TeachingResult> result() const { return m_result; }
+    /// Why the last computation failed (empty when it did not).
+    QString error() const { return m_error; }
     /// True while a computation is pending or running.
     bool isComputing() const;
     /// Requests issued so far (each slider move after the debounce is one).
@@ -88,6 +94,12 @@ public:
 
     /// Score scale of a slider position (0.25 steps from 0.25 to 4).
     static double scaleAt(int position) { return 0.25 * position; }
+
+    /// Below this export width the six panels re-flow into two columns of three rows.
+    static constexpr double kWidePrintInches = 5.0;
+    void beginPrint(double widthInches) override;
+    void endPrint() override;
+    double printAspect(double widthInches) const override;
 
 signals:
     /// A result was drawn (emitted once per accepted request).
@@ -117,6 +129,9 @@ private:
     QTimer m_debounce;
 
     int m_stage = ScoreNoise;
+    double m_printInches = 0.0; ///< the export width while exporting, 0 live
+    TeachingConfig m_base;       ///< what the sliders do not set
+    int m_baseScalePosition = -1; ///< the scale slider's position when m_base's scale was set
     JobTracker m_jobs;       ///< the newest request, its cancel flag, the result drawn
     QFutureWatcher<TeachingOutcome>* m_watcher = nullptr; ///< watches the newest request
     std::shared_ptr<const TeachingResult> m_result;

@@ -3,11 +3,13 @@
 #include <QDir>
 #include <QFile>
 #include <QProcess>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "common/kvlens_process.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace {
@@ -106,6 +108,25 @@ private slots:
             QVERIFY2(row[fisher].toDouble() > row[relK].toDouble(), qPrintable(row.join(',')));
         }
         QVERIFY(r.out.contains("Spearman rho of each proxy"));
+
+        // The teaching figure, headless: the run's first scheme pair (KV, KQV) at its first budget.
+        QVERIFY2(r.out.contains("teaching figure: KV against KQV at n = 2, seed 1"), r.out.constData());
+        for (const char* ext : {"pdf", "svg", "png", "csv"})
+            QVERIFY2(QFile::exists(out + QStringLiteral("/figures/teaching.") + QLatin1String(ext)), ext);
+        const auto teaching = readCsv(out + QStringLiteral("/figures/teaching.csv"));
+        QVERIFY(teaching.size() > 100);
+        const int tScheme = teaching.first().indexOf(QStringLiteral("scheme"));
+        QVERIFY(tScheme >= 0);
+        QSet<QString> pair;
+        for (const auto& row : teaching.mid(1))
+            if (!row[tScheme].isEmpty())
+                pair.insert(row[tScheme]);
+        pair.remove(QStringLiteral("key path")); // the value-path panel's two curves
+        pair.remove(QStringLiteral("value path"));
+        QCOMPARE(pair, (QSet<QString>{QStringLiteral("KV"), QStringLiteral("KQV")}));
+        QVERIFY(std::any_of(teaching.cbegin(), teaching.cend(), [](const QStringList& row) {
+            return row.size() == 4 && row[0] == QStringLiteral("config.budget") && row[3].toDouble() == 2.0;
+        }));
     }
 
     void writtenSpecReadsBackToTheSameRun()

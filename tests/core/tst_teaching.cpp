@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The teaching chain: no noise is no damage, Jensen's exp(sigma^2/2), value noise averaging as N_eff^(-1/2).
+#include "core/analysis/teaching_pair.h"
 #include "core/metrics/teaching.h"
+#include "core/model/spec_json.h"
 #include "common/approx.h"
 
 #include <QTest>
@@ -276,6 +278,48 @@ private slots:
         QVERIFY(!r.ok());
         // The scheme checks name the path field below the scheme ("teaching.schemes[0].v.bits").
         QVERIFY2(QString::fromStdString(r.error().field).startsWith(field), r.error().text().c_str());
+    }
+
+    void aRunsFirstSchemePairOnItsOwnData()
+    {
+        // The default run: gaussian, d = 128, N = 1024, KV, KQV, QKQV at 2, 3, 4 bits, seeds from 1.
+        auto config = kvlens::teachingConfigForRun(kvlens::defaultSpec());
+        QVERIFY2(config.ok(), config ? "" : config.error().text().c_str());
+        QCOMPARE(config->schemes[0], std::string("KV"));
+        QCOMPARE(config->schemes[1], std::string("KQV"));
+        QCOMPARE(config->budget, 2);
+        QCOMPARE(config->d, 128);
+        QCOMPARE(config->tokens, 1024);
+        QCOMPARE(config->seed, std::uint64_t{1});
+        QCOMPARE(config->regime, std::string("gaussian"));
+
+        // A calibrated scheme is passed over; the first grid point's values are used; the seed, scale and law follow.
+        auto spec = kvlens::specFromJson(R"({"regime": {"name": "heavy_tail", "nu": 3}, "d": 32, "tokens": 300,
+            "score_scale": 2.0, "budgets": [3, 4], "seeds": {"first": 7, "count": 2}, "schemes": ["SQ-KV", "KQV", "QKQV"],
+            "sweep": {"d": [16, 64]}})");
+        QVERIFY2(spec.ok(), spec ? "" : spec.error().text().c_str());
+        config = kvlens::teachingConfigForRun(*spec);
+        QVERIFY2(config.ok(), config ? "" : config.error().text().c_str());
+        QCOMPARE(config->schemes[0], std::string("KQV"));
+        QCOMPARE(config->schemes[1], std::string("QKQV"));
+        QCOMPARE(config->d, 16);
+        QCOMPARE(config->tokens, 300);
+        QCOMPARE(config->budget, 3);
+        QCOMPARE(config->seed, std::uint64_t{7});
+        QCOMPARE(config->scoreScale, 2.0);
+        QCOMPARE(config->regime, std::string("heavy_tail"));
+        QCOMPARE(std::get<double>(config->regimeParams.at("nu")), 3.0);
+        // And the chain computes on it.
+        auto result = kvlens::computeTeaching(*config);
+        QVERIFY2(result.ok(), result ? "" : result.error().text().c_str());
+        QCOMPARE(result->schemes[1].name, std::string("QKQV"));
+
+        // One scheme is not a pair; the fields are named.
+        spec = kvlens::specFromJson(R"({"schemes": ["KQV"], "budgets": [3]})");
+        QVERIFY(spec.ok());
+        config = kvlens::teachingConfigForRun(*spec);
+        QVERIFY(!config.ok());
+        QCOMPARE(config.error().field, std::string("schemes"));
     }
 
     void cancelStopsEarly()

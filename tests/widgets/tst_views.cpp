@@ -10,16 +10,20 @@
 #include "widgets/scatter_matrix_view.h"
 #include "widgets/shannon_phi_view.h"
 #include "widgets/sweep_view.h"
+#include "widgets/teaching_view.h"
 #include "widgets/theory_view.h"
 #include "widgets/validation_view.h"
 #include "widgets/views.h"
 
 #include <QFileInfo>
 #include <QImage>
+#include <QSet>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QXmlStreamReader>
+
+#include <sys/stat.h>
 
 using namespace kvlens;
 using namespace kvlens::widgets;
@@ -73,7 +77,11 @@ int trialPointsMatched(const QList<QStringList>& rows, const ResultSet& results,
 class TestViews : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() { m_data = makeData(); }
+    void initTestCase()
+    {
+        ::umask(022); // the permission checks below assume the common default
+        m_data = makeData();
+    }
 
     void shannonPhiSeriesAndData()
     {
@@ -89,6 +97,106 @@ private slots:
         // Per-vector mode: every sample of every trial.
         view.setPerVector(true);
         QCOMPARE(csvRows(view.dataCsv()).size(), 1 + 18 * 40);
+    }
+
+    void shannonPhiCoincidingCloudsStayVisible()
+    {
+        // KQV and QKQV store values the same way ((n-1)-bit Lloyd-Max + 1-bit QJL after the WHT):
+        // at the value site their clouds are the same points. The later one is drawn as rings on
+        // top and named in a note; their keys, and so their outputs, differ.
+        auto spec = specFromJson(R"({"d": 32, "tokens": 128, "queries": 8, "budgets": [2, 4], "seeds": {"count": 2},
+                                    "schemes": ["KV", "KQV", "QKQV"], "metrics": {"sample_cap": 20}})");
+        QVERIFY(spec.ok());
+        CpuBackend backend(2);
+        auto results = runExperiment(*spec, backend);
+        QVERIFY(results.ok());
+        const auto shared = std::make_shared<const ResultSet>(std::move(results).value());
+        // Which clouds are identical, read from the results themselves.
+        auto samePoints = [&](int a, int b, int budget, bool values) {
+            std::vector<double> pa, pb;
+            for (const TrialResult& t : shared->trials) {
+                if (t.key.budget != budget)
+                    continue;
+                if (t.key.scheme != a && t.key.scheme != b)
+                    continue;
+                const VectorSamples& v = values ? t.samplesV : t.samplesT;
+                auto& out = t.key.scheme == a ? pa : pb;
+                for (std::size_t i = 0; i < v.phi.size(); ++i)
+                    out.insert(out.end(), {v.phi[i], v.snrDb[i]});
+            }
+            return !pa.empty() && pa == pb;
+        };
+        QVERIFY(samePoints(1, 2, 2, true) && samePoints(1, 2, 4, true));
+        QVERIFY(!samePoints(0, 1, 2, true) && !samePoints(1, 2, 2, false));
+
+        ShannonPhiView view;
+        view.setData(makeViewData(shared, true));
+        view.setPerVector(true);
+        view.setSite(ShannonPhiView::Site::Values);
+        QCOMPARE(view.coincidences(), (QStringList{QStringLiteral("QKQV n=2 = KQV n=2"), QStringLiteral("QKQV n=4 = KQV n=4")}));
+        QVERIFY(view.coincidenceNote().contains(QStringLiteral("QKQV n=4 = KQV n=4")));
+        const QStringList order = view.drawOrder();
+        QCOMPARE(order.size(), 6);
+        const QStringList rings = order.mid(4); // drawn last, on top
+        QCOMPARE(QSet<QString>(rings.cbegin(), rings.cend()),
+                 (QSet<QString>{QStringLiteral("QKQV n=2"), QStringLiteral("QKQV n=4")}));
+        // The rings are hollow and larger than the markers they surround.
+        QCPGraph* ring = nullptr;
+        QCPGraph* under = nullptr;
+        for (int i = 0; i < view.plot()->graphCount(); ++i) {
+            QCPGraph* g = view.plot()->graph(i);
+            if (g->name() == QStringLiteral("QKQV n=2"))
+                ring = g;
+            if (g->name() == QStringLiteral("KQV n=2"))
+                under = g;
+        }
+        QVERIFY(ring && under);
+        QCOMPARE(ring->scatterStyle().brush().style(), Qt::NoBrush);
+        QVERIFY(ring->scatterStyle().size() > under->scatterStyle().size());
+        // The legend keeps scheme-by-budget order.
+        QStringList legend;
+        for (int i = 0; i < view.plot()->legend->itemCount(); ++i)
+            if (auto* e = qobject_cast<QCPPlottableLegendItem*>(view.plot()->legend->item(i)))
+                legend << e->plottable()->name();
+        QCOMPARE(legend.first(), QStringLiteral("KV n=2"));
+        QCOMPARE(legend.last(), QStringLiteral("QKQV n=4"));
+
+        // Hue by scheme, lightness by budget: n = 2 lighter than n = 4, the same hue.
+        QColor kv2, kv4;
+        for (int i = 0; i < view.plot()->graphCount(); ++i) {
+            if (view.plot()->graph(i)->name() == QStringLiteral("KV n=2"))
+                kv2 = view.plot()->graph(i)->pen().color();
+            if (view.plot()->graph(i)->name() == QStringLiteral("KV n=4"))
+                kv4 = view.plot()->graph(i)->pen().color();
+        }
+        QVERIFY2(kv2.lightnessF() > kv4.lightnessF() + 0.2, qPrintable(QStringLiteral("%1 %2").arg(kv2.lightnessF()).arg(kv4.lightnessF())));
+        QVERIFY(std::abs(kv2.hslHueF() - kv4.hslHueF()) < 0.01);
+
+        // Outputs: the keys differ, so no cloud coincides and there is no note.
+        view.setSite(ShannonPhiView::Site::Output);
+        QVERIFY(view.coincidences().isEmpty());
+        QVERIFY(view.coincidenceNote().isEmpty());
+        // The widest cloud (x span + y span, each relative to the widest) is drawn first.
+        QMap<QString, std::pair<double, double>> spans;
+        double xMax = 0.0, yMax = 0.0;
+        for (int i = 0; i < view.plot()->graphCount(); ++i) {
+            const QCPGraph* g = view.plot()->graph(i);
+            bool found = false;
+            const QCPRange xr = g->getKeyRange(found), yr = g->getValueRange(found);
+            spans[g->name()] = {xr.size(), yr.size()};
+            xMax = std::max(xMax, xr.size());
+            yMax = std::max(yMax, yr.size());
+        }
+        QCOMPARE(spans.size(), 6);
+        QString widest;
+        double best = -1.0;
+        for (auto it = spans.cbegin(); it != spans.cend(); ++it)
+            if (const double w = it->first / xMax + it->second / yMax; w > best) {
+                best = w;
+                widest = it.key();
+            }
+        QCOMPARE(view.drawOrder().first(), widest);
+        QCOMPARE(view.plot()->graph(0)->name(), widest);
     }
 
     void scatterMatrixSeries()
@@ -184,6 +292,8 @@ private slots:
                 continue; // a model run's view (tst_main_window draws it)
             view->resize(900, 650);
             view->setData(m_data);
+            if (auto* teaching = qobject_cast<TeachingView*>(view))
+                teaching->setStage(TeachingView::StageCount - 1); // every panel, as --batch exports it
             ExportOptions options;
             options.widthInches = inches;
             const PrintCheck check = checkPrint(*view, options);
@@ -193,6 +303,7 @@ private slots:
                          qPrintable(QStringLiteral("%1: %2 \"%3\" at %4 pt")
                                         .arg(view->viewId(), t.what, t.text).arg(t.points)));
             QVERIFY2(check.overlaps.isEmpty(), qPrintable(view->viewId() + QStringLiteral(": ") + check.overlaps.join(QStringLiteral("; "))));
+            QVERIFY2(check.collisions.isEmpty(), qPrintable(view->viewId() + QStringLiteral(": ") + check.collisions.join(QStringLiteral("; "))));
         }
     }
 
@@ -448,8 +559,11 @@ private slots:
         QFile spec(dir.filePath(QStringLiteral("fig.spec.json")));
         QVERIFY(spec.open(QIODevice::ReadOnly));
         QCOMPARE(spec.readAll(), QByteArray("{\"d\": 64}\n"));
-        // Nothing but the five files (no temporaries left behind).
+        // Nothing but the five files (no temporaries left behind), each readable by group and others
+        // under the usual umask 022, as any new file is (the temporaries they were written as are 0600).
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 5);
+        for (const QString& name : QDir(dir.path()).entryList(QDir::Files))
+            QVERIFY2(QFileInfo(dir.filePath(name)).permissions().testFlag(QFileDevice::ReadOther), qPrintable(name));
     }
 
     void failedExportNamesThePathAndKeepsTheOld()
