@@ -4,6 +4,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFontComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -37,7 +38,7 @@ ExportDialog::ExportDialog(const QString& folder, const QString& stem, bool allV
     m_width->addItem(QStringLiteral("double column (7 in)"), 7.0);
     m_width->addItem(QStringLiteral("custom"), 0.0);
     m_customWidth = new QDoubleSpinBox(this);
-    m_customWidth->setRange(1.0, 40.0);
+    m_customWidth->setRange(1.0, 20.0); // what --width accepts
     m_customWidth->setValue(5.0);
     m_customWidth->setSuffix(QStringLiteral(" in"));
     m_customWidth->setEnabled(false);
@@ -54,10 +55,19 @@ ExportDialog::ExportDialog(const QString& folder, const QString& stem, bool allV
     m_aspect->setToolTip(QStringLiteral("Height divided by width."));
     form->addRow(QStringLiteral("Aspect (h/w)"), m_aspect);
     m_fontSize = new QDoubleSpinBox(this);
-    m_fontSize->setRange(0.0, 24.0);
+    m_fontSize->setObjectName(QStringLiteral("fontSize"));
+    // 4 reads "auto"; sizes start at 5 pt, as --font-size's do (below that no label reaches 6 pt).
+    m_fontSize->setRange(4.0, 24.0);
+    m_fontSize->setSingleStep(0.5);
     m_fontSize->setSpecialValueText(QStringLiteral("auto (8 pt single, 9 pt double)"));
     m_fontSize->setSuffix(QStringLiteral(" pt"));
+    m_fontSize->setToolTip(QStringLiteral("Base font size of the figure in points; no text is printed below 6 pt."));
     form->addRow(QStringLiteral("Font size"), m_fontSize);
+    m_fontFamily = new QFontComboBox(this);
+    m_fontFamily->setObjectName(QStringLiteral("fontFamily"));
+    m_fontFamily->setCurrentFont(QFont(ExportOptions{}.fontFamily));
+    m_fontFamily->setToolTip(QStringLiteral("Font of every text in the figure, embedded in the PDF as a subset (--font-family)."));
+    form->addRow(QStringLiteral("Font"), m_fontFamily);
     m_dpi = new QSpinBox(this);
     m_dpi->setRange(72, 1200);
     m_dpi->setValue(300);
@@ -94,7 +104,8 @@ ExportOptions ExportDialog::options() const
     o.pdf = m_pdf->isChecked();
     o.svg = m_svg->isChecked();
     o.png = m_png->isChecked();
-    o.basePointSize = m_fontSize->value();
+    o.basePointSize = m_fontSize->value() >= 5.0 ? m_fontSize->value() : 0.0; // below 5: auto
+    o.fontFamily = m_fontFamily->currentFont().family();
     return o;
 }
 

@@ -9,6 +9,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFontComboBox;
 class QLineEdit;
 class QSpinBox;
 
@@ -33,6 +34,7 @@ private:
     QDoubleSpinBox* m_aspect = nullptr;
     QSpinBox* m_dpi = nullptr;
     QDoubleSpinBox* m_fontSize = nullptr;
+    QFontComboBox* m_fontFamily = nullptr;
     QLineEdit* m_folder = nullptr;
     QLineEdit* m_stem = nullptr;
 };

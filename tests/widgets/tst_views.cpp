@@ -3,6 +3,7 @@
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
 #include "widgets/comparison_view.h"
+#include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"
 #include "widgets/formula_label.h"
 #include "widgets/kl_distribution_view.h"
@@ -15,7 +16,9 @@
 #include "widgets/validation_view.h"
 #include "widgets/views.h"
 
+#include <QDoubleSpinBox>
 #include <QFileInfo>
+#include <QFontComboBox>
 #include <QImage>
 #include <QSet>
 #include <QTableWidget>
@@ -305,6 +308,24 @@ private slots:
             QVERIFY2(check.overlaps.isEmpty(), qPrintable(view->viewId() + QStringLiteral(": ") + check.overlaps.join(QStringLiteral("; "))));
             QVERIFY2(check.collisions.isEmpty(), qPrintable(view->viewId() + QStringLiteral(": ") + check.collisions.join(QStringLiteral("; "))));
         }
+    }
+
+    void exportDialogOffersWhatTheCommandLineDoes()
+    {
+        // Width, resolution, font size and family, with --width/--dpi/--font-size/--font-family's limits.
+        ExportDialog dialog(QStringLiteral("/tmp"), QStringLiteral("fig"), false);
+        auto* size = dialog.findChild<QDoubleSpinBox*>(QStringLiteral("fontSize"));
+        auto* family = dialog.findChild<QFontComboBox*>(QStringLiteral("fontFamily"));
+        QVERIFY(size && family);
+        QCOMPARE(dialog.options().basePointSize, 0.0); // auto
+        QCOMPARE(dialog.options().fontFamily, QStringLiteral("DejaVu Sans"));
+        size->setValue(4.5); // under 5 pt is not a size: auto
+        QCOMPARE(dialog.options().basePointSize, 0.0);
+        size->setValue(10.0);
+        QCOMPARE(dialog.options().basePointSize, 10.0);
+        family->setCurrentFont(QFont(QStringLiteral("DejaVu Serif")));
+        QCOMPARE(dialog.options().fontFamily, QStringLiteral("DejaVu Serif"));
+        QCOMPARE(dialog.options().widthInches, 3.5);
     }
 
     void formulaLabelsPutTheHatOverThePAndScriptsBesideTheirBase()
