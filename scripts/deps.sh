@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  g++ make cmake pkg-config
+  g++ make cmake ninja-build pkg-config
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libeigen3-dev libboost-dev nlohmann-json3-dev libzip-dev
   ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd

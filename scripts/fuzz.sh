@@ -16,7 +16,7 @@ seconds=${1:-60}
 build_dir=${KVLENS_FUZZ_BUILD_DIR:-build-asan}
 jobs=${KVLENS_JOBS:-2}
 
-./scripts/deps.sh clang libclang-rt-dev
+./scripts/deps.sh clang libclang-rt-dev lld
 if [ "$build_dir" = build-asan ]; then
   cmake --preset asan >/dev/null
   fuzz_dir=$build_dir/fuzz

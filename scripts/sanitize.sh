@@ -14,7 +14,7 @@ export QT_QPA_PLATFORM=offscreen
 stage() { printf '\n== %s ==\n' "$*"; }
 
 # The sanitizer presets and the fuzz targets build with Clang (and its sanitizer runtimes).
-./scripts/deps.sh clang libclang-rt-dev
+./scripts/deps.sh clang libclang-rt-dev lld
 
 SECONDS=0
 stage "AddressSanitizer + UBSan: build"

@@ -171,9 +171,10 @@ void ShannonPhiView::redraw()
     if (!m_coincidences.isEmpty()) {
         auto* note = new QCPItemText(m_plot);
         note->position->setType(QCPItemPosition::ptAxisRectRatio);
-        note->position->setCoords(0.99, 0.02);
-        note->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-        note->setTextAlignment(Qt::AlignRight);
+        // Bottom left: a small direction error comes with a high SNR, so no vector lies there.
+        note->position->setCoords(0.01, 0.98);
+        note->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+        note->setTextAlignment(Qt::AlignLeft);
         note->setText(coincidenceNote());
         note->setColor(QColor(0x44, 0x44, 0x44));
     }

@@ -164,6 +164,30 @@ private slots:
         QCOMPARE(legend.first(), QStringLiteral("KV n=2"));
         QCOMPARE(legend.last(), QStringLiteral("QKQV n=4"));
 
+        // In the exported PNG the rings show: more pixels of their colour than the legend icon
+        // alone would paint (drawn filled under KQV's markers, QKQV n=2 would show only there).
+        {
+            QTemporaryDir dir;
+            view.resize(900, 650);
+            ExportOptions options;
+            options.widthInches = 7.0;
+            options.dpi = 150;
+            options.pdf = options.svg = false;
+            QVERIFY(exportView(view, dir.path(), QStringLiteral("rings"), options, QByteArray("{}")).ok());
+            const QImage png(dir.filePath(QStringLiteral("rings.png")));
+            QVERIFY(!png.isNull());
+            const QColor ringColor = ring->scatterStyle().pen().color();
+            int ringPixels = 0;
+            for (int y = 0; y < png.height(); ++y)
+                for (int x = 0; x < png.width(); ++x) {
+                    const QColor c = png.pixelColor(x, y);
+                    ringPixels += std::abs(c.red() - ringColor.red()) + std::abs(c.green() - ringColor.green())
+                                      + std::abs(c.blue() - ringColor.blue()) < 40;
+                }
+            const int icon = 2 * 9 * 9 * 150 / 72; // generously: twice the icon's area at 9 pt
+            QVERIFY2(ringPixels > 2 * icon, qPrintable(QStringLiteral("%1 ring pixels").arg(ringPixels)));
+        }
+
         // Hue by scheme, lightness by budget: n = 2 lighter than n = 4, the same hue.
         QColor kv2, kv4;
         for (int i = 0; i < view.plot()->graphCount(); ++i) {
