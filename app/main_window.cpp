@@ -6,6 +6,7 @@
 
 #include "app/experiment_worker.h"
 #include "widgets/model_map_view.h"
+#include "widgets/teaching_view.h"
 #include "core/io/atomic_file.h"
 #include "core/model/spec_json.h"
 #include "widgets/control_panel.h"
@@ -453,11 +454,22 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
     if (!m_screenshotPath.isEmpty()) {
         const QString path = m_screenshotPath;
         m_screenshotPath.clear();
-        QTimer::singleShot(400, this, [this, path] {
+        auto grabAndClose = [this, path] {
             const bool saved = grab().save(path, "PNG");
             if (!saved)
                 qWarning("kvlens: cannot write the screenshot %s", qPrintable(path));
             close();
+        };
+        QTimer::singleShot(400, this, [this, grabAndClose] {
+            // The Teaching tab documents its whole chain: every stage shown and drawn, and the
+            // table's header given a turn of the event loop to fit the rows just revealed.
+            if (auto* teaching = qobject_cast<widgets::TeachingView*>(m_tabs->currentWidget())) {
+                teaching->setStage(widgets::TeachingView::StageCount - 1);
+                teaching->waitUntilDrawn();
+                QTimer::singleShot(300, this, grabAndClose);
+                return;
+            }
+            grabAndClose();
         });
     }
 }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 mkdir -p docs
 # A 1366 x 768 laptop screen: the window sizes itself to it, as it does on a real one.
 export QT_QPA_PLATFORM="offscreen:configfile=$PWD/tests/data/screen_1366x768.json"
-for view in shannon_phi scatter_6d kl_distribution routing_recall comparisons theory sweep; do
+for view in shannon_phi scatter_6d kl_distribution routing_recall comparisons theory sweep teaching; do
   build/app/kvlens --view "$view" --screenshot "docs/screenshot_${view}.png"
 done
 cp docs/screenshot_shannon_phi.png docs/screenshot.png
