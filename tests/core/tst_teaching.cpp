@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 using namespace kvlens;
 
@@ -280,18 +281,21 @@ private slots:
         QVERIFY2(QString::fromStdString(r.error().field).startsWith(field), r.error().text().c_str());
     }
 
+    /// The fields of a teaching configuration a run sets, on one line ("gaussian KV/KQV n=2 d=128 N=1024 c=1 seed=1").
+    static std::string describe(const kvlens::TeachingConfig& c)
+    {
+        std::ostringstream out;
+        out << c.regime << ' ' << c.schemes[0] << '/' << c.schemes[1] << " n=" << c.budget << " d=" << c.d
+            << " N=" << c.tokens << " c=" << c.scoreScale << " seed=" << c.seed;
+        return out.str();
+    }
+
     void aRunsFirstSchemePairOnItsOwnData()
     {
         // The default run: gaussian, d = 128, N = 1024, KV, KQV, QKQV at 2, 3, 4 bits, seeds from 1.
         auto config = kvlens::teachingConfigForRun(kvlens::defaultSpec());
         QVERIFY2(config.ok(), config ? "" : config.error().text().c_str());
-        QCOMPARE(config->schemes[0], std::string("KV"));
-        QCOMPARE(config->schemes[1], std::string("KQV"));
-        QCOMPARE(config->budget, 2);
-        QCOMPARE(config->d, 128);
-        QCOMPARE(config->tokens, 1024);
-        QCOMPARE(config->seed, std::uint64_t{1});
-        QCOMPARE(config->regime, std::string("gaussian"));
+        QCOMPARE(describe(*config), std::string("gaussian KV/KQV n=2 d=128 N=1024 c=1 seed=1"));
 
         // A calibrated scheme is passed over; the first grid point's values are used; the seed, scale and law follow.
         auto spec = kvlens::specFromJson(R"({"regime": {"name": "heavy_tail", "nu": 3}, "d": 32, "tokens": 300,
@@ -300,14 +304,7 @@ private slots:
         QVERIFY2(spec.ok(), spec ? "" : spec.error().text().c_str());
         config = kvlens::teachingConfigForRun(*spec);
         QVERIFY2(config.ok(), config ? "" : config.error().text().c_str());
-        QCOMPARE(config->schemes[0], std::string("KQV"));
-        QCOMPARE(config->schemes[1], std::string("QKQV"));
-        QCOMPARE(config->d, 16);
-        QCOMPARE(config->tokens, 300);
-        QCOMPARE(config->budget, 3);
-        QCOMPARE(config->seed, std::uint64_t{7});
-        QCOMPARE(config->scoreScale, 2.0);
-        QCOMPARE(config->regime, std::string("heavy_tail"));
+        QCOMPARE(describe(*config), std::string("heavy_tail KQV/QKQV n=3 d=16 N=300 c=2 seed=7"));
         QCOMPARE(std::get<double>(config->regimeParams.at("nu")), 3.0);
         // And the chain computes on it.
         auto result = kvlens::computeTeaching(*config);
