@@ -116,7 +116,19 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
     const bool cancelled = result->cancelled;
     auto shared = std::make_shared<const ResultSet>(std::move(result).value());
     // The comparison table needs the whole run; a cancelled run shows what finished without it.
-    emit finished(id, widgets::makeViewData(std::move(shared), !cancelled), QString(), cancelled, ms);
+    // A newer request stops the comparisons too: its result would be dropped anyway.
+    const CancelToken superseded([generation = m_generation, id] { return generation->load() != id; });
+    widgets::ViewData data;
+    try {
+        data = widgets::makeViewData(std::move(shared), !cancelled, superseded);
+    } catch (const Cancelled&) {
+        return;
+    } catch (const std::exception& e) { // bad_alloc in the analyses: say so, never terminate
+        emit finished(id, widgets::ViewData{}, QStringLiteral("the analysis of the results failed: %1").arg(e.what()),
+                      false, ms);
+        return;
+    }
+    emit finished(id, data, QString(), cancelled, ms);
 }
 
 void ExperimentWorker::validate(quint64 id, const kvlens::ExperimentSpec& spec)

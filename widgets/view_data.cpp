@@ -4,7 +4,7 @@
 
 namespace kvlens::widgets {
 
-ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons)
+ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons, const CancelToken& cancel)
 {
     ViewData data;
     data.partial = !withComparisons;
@@ -16,7 +16,8 @@ ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withCompari
         data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(*results));
     }
     if (withComparisons) {
-        data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(stats::compareSchemes(*results));
+        data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(stats::compareSchemes(*results, cancel));
+        cancel.check();
         data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(stats::proxyStudy(*results));
     }
     data.results = std::move(results);

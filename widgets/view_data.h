@@ -2,6 +2,7 @@
 // What the views are fed: an immutable result set plus everything derived from it off the GUI thread.
 #pragma once
 
+#include "core/common/cancel.h"
 #include "core/model/result.h"
 #include "core/analysis/figures.h"
 #include "core/analysis/comparison.h"
@@ -31,7 +32,8 @@ struct ViewData {
 
 /// Builds the full view data of a finished (or partial) result set: figure data always,
 /// the comparison table only when `withComparisons`. Runs numerics: call it off the GUI thread.
-ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons);
+/// `cancel` is polled inside the comparisons (a newer request supersedes this one: Cancelled is thrown).
+ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons, const CancelToken& cancel = {});
 
 } // namespace kvlens::widgets
 

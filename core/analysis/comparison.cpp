@@ -4,6 +4,8 @@
 
 #include "core/model/grid.h"
 
+#include "core/common/parallel.h"
+
 #include "core/io/csv.h"
 #include "core/analysis/result_tables.h"
 #include "core/rng/rng.h"
@@ -15,6 +17,8 @@
 #include "core/stats/wilcoxon.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -37,22 +41,50 @@ int schemeIndex(const ResultSet& r, const std::string& name)
     return -1;
 }
 
-std::vector<double> pooledKl(const Cell& cell)
+/// The cell's per-query KL pooled over seeds. A NaN (a KL computed from a non-finite estimate)
+/// becomes +inf, so the rank tests count it as the worst damage; `nonFinite` counts NaN and inf.
+std::vector<double> pooledKl(const Cell& cell, std::size_t& nonFinite)
 {
     std::vector<double> out;
     for (const TrialResult* t : cell)
         out.insert(out.end(), t->kl.begin(), t->kl.end());
+    nonFinite = 0;
+    for (double& v : out) {
+        if (!std::isfinite(v))
+            ++nonFinite;
+        if (std::isnan(v))
+            v = std::numeric_limits<double>::infinity();
+    }
     return out;
 }
 
-Eigen::MatrixXd sixDPoints(const Cell& cell)
+/// The cell's 6D trial points with every coordinate finite, at most kMaxEnergyPoints of them (a
+/// seeded subsample without replacement beyond that, so the energy test's (n + m)^2 distance
+/// matrix stays bounded whatever seeds.count is).
+Eigen::MatrixXd sixDPoints(const Cell& cell, std::uint64_t seed)
 {
-    Eigen::MatrixXd m(static_cast<Eigen::Index>(cell.size()), 6);
-    for (std::size_t i = 0; i < cell.size(); ++i) {
-        const auto v = cell[i]->sixD.values();
-        for (int c = 0; c < 6; ++c)
-            m(static_cast<Eigen::Index>(i), c) = v[static_cast<std::size_t>(c)];
+    std::vector<std::array<double, 6>> rows;
+    for (const TrialResult* t : cell) {
+        const auto v = t->sixD.values();
+        std::array<double, 6> row{};
+        bool finite = true;
+        for (int c = 0; c < 6; ++c) {
+            row[static_cast<std::size_t>(c)] = v[static_cast<std::size_t>(c)];
+            finite = finite && std::isfinite(row[static_cast<std::size_t>(c)]);
+        }
+        if (finite)
+            rows.push_back(row);
     }
+    if (rows.size() > static_cast<std::size_t>(kMaxEnergyPoints)) {
+        Rng rng(EngineKind::Pcg64, seed);
+        for (std::size_t k = 0; k < static_cast<std::size_t>(kMaxEnergyPoints); ++k)
+            std::swap(rows[k], rows[k + static_cast<std::size_t>(rng.below(rows.size() - k))]);
+        rows.resize(static_cast<std::size_t>(kMaxEnergyPoints));
+    }
+    Eigen::MatrixXd m(static_cast<Eigen::Index>(rows.size()), 6);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        for (int c = 0; c < 6; ++c)
+            m(static_cast<Eigen::Index>(i), c) = rows[i][static_cast<std::size_t>(c)];
     return m;
 }
 
@@ -77,7 +109,7 @@ void standardize(Eigen::MatrixXd& a, Eigen::MatrixXd& b)
 
 } // namespace
 
-std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
+std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const CancelToken& cancel)
 {
     const ExperimentSpec& spec = results.spec;
     const TrialCells cells(results);
@@ -128,7 +160,8 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
         row.budget = job.budget;
         row.schemeA = job.ia;
         row.schemeB = job.ib;
-        const std::vector<double> klA = pooledKl(ca), klB = pooledKl(cb);
+        cancel.check();
+        const std::vector<double> klA = pooledKl(ca, row.nonFiniteA), klB = pooledKl(cb, row.nonFiniteB);
         row.queries = klA.size();
         // Paired when both hold the same seeds in the same order (the queries are then identical).
         row.paired = klA.size() == klB.size() && ca.size() == cb.size()
@@ -139,8 +172,8 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
         row.medianKlB = location(klB, Location::Median);
         const std::uint64_t seed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed);
         const BootstrapCi ci = row.paired
-            ? bootstrapPairedRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed)
-            : bootstrapRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed);
+            ? bootstrapPairedRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed, cancel)
+            : bootstrapRatio(klA, klB, Location::Median, 0.95, spec.comparisons.bootstrap, seed, cancel);
         row.medianKlRatio = ci.estimate;
         row.ratioLow = ci.lower;
         row.ratioHigh = ci.upper;
@@ -164,31 +197,20 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results)
         row.ksD = ks.d;
         row.ksP = ks.p;
 
-        Eigen::MatrixXd pa = sixDPoints(ca), pb = sixDPoints(cb);
+        const std::uint64_t energySeed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed + (1ULL << 32));
+        Eigen::MatrixXd pa = sixDPoints(ca, energySeed + 1), pb = sixDPoints(cb, energySeed + 2);
+        row.energyPoints = static_cast<int>(std::min(pa.rows(), pb.rows()));
         standardize(pa, pb);
-        const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations,
-                                              deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed + (1ULL << 32)));
+        const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations, energySeed, cancel);
         row.energy = e.statistic;
         row.energyP = e.pValue;
         return row;
     };
 
     // Rows spread over the cores; each lands in its own slot, so the table is the same whatever
-    // the thread count.
+    // the thread count. A row's exception (bad_alloc, Cancelled) is rethrown here.
     std::vector<ComparisonRow> rows(jobs.size());
-    const unsigned workers =
-        static_cast<unsigned>(std::min<std::size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency())));
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-        for (std::size_t i = next++; i < jobs.size(); i = next++)
-            rows[i] = compute(jobs[i]);
-    };
-    std::vector<std::thread> threads;
-    for (unsigned t = 1; t < workers; ++t)
-        threads.emplace_back(work);
-    work();
-    for (std::thread& t : threads)
-        t.join();
+    parallelFor(jobs.size(), analysisWorkers(), [&](std::size_t i) { rows[i] = compute(jobs[i]); });
 
     std::vector<double> logP;
     logP.reserve(rows.size());
@@ -206,7 +228,8 @@ std::string comparisonsCsv(const ResultSet& results, const std::vector<Compariso
                    "median_kl_b", "median_kl_ratio", "ratio_ci_low", "ratio_ci_high", "test", "p", "log10_p", "p_holm",
                    "log10_p_holm", "mw_u", "rank_biserial", "mw_p", "log10_mw_p", "wilcoxon_w", "wilcoxon_p",
                    "log10_wilcoxon_p", "ks_d", "ks_p", "energy", "energy_p", "p_method", "mw_p_method",
-                   "mw_p_no_continuity", "log10_mw_p_no_continuity", "ks_p_method"}));
+                   "mw_p_no_continuity", "log10_mw_p_no_continuity", "ks_p_method", "nonfinite_a", "nonfinite_b",
+                   "energy_points"}));
     const double toLog10 = 1.0 / std::numbers::ln10;
     for (const ComparisonRow& r : rows) {
         csv.add(results.spec.regime).add(r.point);
@@ -227,6 +250,9 @@ std::string comparisonsCsv(const ResultSet& results, const std::vector<Compariso
         csv.add(pMethodName(r.p.method)).add(pMethodName(r.mannWhitneyP.method));
         csv.add(r.mannWhitneyPNoContinuity.p).add(r.mannWhitneyPNoContinuity.logP * toLog10);
         csv.add(pMethodName(r.ksP.method));
+        // Queries whose KL is NaN or infinite (ranked as +inf above), and the 6D points per scheme
+        // the energy test used (finite ones, at most kMaxEnergyPoints).
+        csv.add(static_cast<long long>(r.nonFiniteA)).add(static_cast<long long>(r.nonFiniteB)).add(r.energyPoints);
         csv.endRow();
     }
     return csv.text();

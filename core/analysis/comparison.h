@@ -2,6 +2,7 @@
 // The comparison table: every chosen pair of schemes at every budget, with effect sizes and tests.
 #pragma once
 
+#include "core/common/cancel.h"
 #include "core/model/result.h"
 #include "core/stats/p_value.h"
 
@@ -21,6 +22,9 @@ struct ComparisonRow {
     int budget = 0;
     int schemeA = 0, schemeB = 0;    ///< indices into ResultSet::schemes
     std::size_t queries = 0;         ///< per scheme
+    std::size_t nonFiniteA = 0, nonFiniteB = 0; ///< queries whose KL is NaN or infinite: ranked as +inf
+    int energyPoints = 0;            ///< finite 6D trial points per scheme the energy test used (subsampled
+                                     ///< to kMaxEnergyPoints; trials with a non-finite coordinate left out)
     bool paired = false;             ///< the same queries under both schemes (same seeds)
     double medianKlA = 0.0, medianKlB = 0.0;
     double medianKlRatio = 0.0;      ///< median KL_A / median KL_B
@@ -44,7 +48,9 @@ struct ComparisonRow {
 /// spec.comparisons.pairs (every pair of schemes when empty). The 6D coordinates are
 /// standardized by their pooled standard deviation before the energy distance, so dB and
 /// radians weigh alike. Resampling is seeded from the spec's first seed.
-std::vector<ComparisonRow> compareSchemes(const ResultSet& results);
+/// Polls `cancel` between rows and inside their resampling loops (throws Cancelled); an exception
+/// of a row (bad_alloc, Cancelled) reaches the caller.
+std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const CancelToken& cancel = {});
 
 /// The table as CSV (p-values also as log10 so 1e-300 and below stay readable).
 std::string comparisonsCsv(const ResultSet& results, const std::vector<ComparisonRow>& rows);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Histogram bins, ECDFs, seed intervals and the theory rows.
+#include "core/stats/total_order.h"
 #include "core/analysis/figures.h"
 
 #include "core/model/grid.h"
@@ -80,7 +81,7 @@ FigureData buildFigureData(const ResultSet& results)
         std::vector<double> kl;
         for (const TrialResult* t : trials)
             kl.insert(kl.end(), t->kl.begin(), t->kl.end());
-        std::sort(kl.begin(), kl.end());
+        stats::sortTotal(kl.begin(), kl.end()); // NaN last (a KL of a non-finite estimate), never UB
         if (!kl.empty()) {
             const std::size_t n = kl.size();
             double sum = 0.0;

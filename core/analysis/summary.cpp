@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Aggregation of trials into the summary table.
+#include "core/stats/total_order.h"
 #include "core/analysis/summary.h"
 
 #include "core/model/grid.h"
@@ -17,7 +18,7 @@ double quantile(std::span<const float> values, double q)
     if (values.empty())
         return std::numeric_limits<double>::quiet_NaN();
     std::vector<float> v(values.begin(), values.end());
-    std::sort(v.begin(), v.end());
+    std::sort(v.begin(), v.end(), [](float a, float b) { return stats::totalLess(a, b); }); // NaN last
     const double h = (static_cast<double>(v.size()) - 1.0) * std::clamp(q, 0.0, 1.0);
     const auto lo = static_cast<std::size_t>(std::floor(h));
     const std::size_t hi = std::min(lo + 1, v.size() - 1);
@@ -84,7 +85,7 @@ std::vector<SummaryRow> summarize(const ResultSet& results)
             r.klMean = sum / nq;
             r.klMedian = quantile(kl, 0.5);
             r.klP99 = quantile(kl, 0.99);
-            r.klMax = *std::max_element(kl.begin(), kl.end());
+            r.klMax = *std::max_element(kl.begin(), kl.end(), [](float a, float b) { return stats::totalLess(a, b); });
             r.recallMean = recall / nq;
             r.argmaxShiftRate = shifts / nq;
             r.fisherMean = fisher / nq;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Paper A's claims (the K-V asymmetry, QJL on keys, tails, low rank, the budget crossover).
+#include "core/stats/total_order.h"
 #include "core/report/claims.h"
 
 #include <limits>
@@ -264,7 +265,7 @@ Claim klRatioClaim(const ResultSet& rs, std::uint64_t seed, int resamples, const
                     }
                     ratios.push_back(sb / sa);
                 }
-                std::sort(ratios.begin(), ratios.end());
+                stats::sortTotal(ratios.begin(), ratios.end());
                 auto at = [&](double p) {
                     return ratios.empty() ? std::numeric_limits<double>::quiet_NaN()
                                           : ratios[static_cast<std::size_t>(p * static_cast<double>(ratios.size() - 1))];

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Paper C's claims (HeadQ and its controls, the Fisher proxy).
+#include "core/stats/total_order.h"
 #include "core/report/claims.h"
 
 #include "core/report/claim_support.h"
@@ -124,7 +125,7 @@ Claim fisherProxyClaim(const std::vector<const ResultSet*>& runs, std::uint64_t 
     auto q = [](std::vector<double> v, double p) {
         if (v.empty())
             return std::numeric_limits<double>::quiet_NaN();
-        std::sort(v.begin(), v.end());
+        stats::sortTotal(v.begin(), v.end());
         const double h = (static_cast<double>(v.size()) - 1.0) * p;
         const auto lo = static_cast<std::size_t>(std::floor(h));
         const std::size_t hi = std::min(lo + 1, v.size() - 1);

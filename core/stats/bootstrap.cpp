@@ -3,6 +3,7 @@
 #include "core/stats/bootstrap.h"
 
 #include "core/rng/rng.h"
+#include "core/stats/total_order.h"
 
 #include <algorithm>
 #include <cassert>
@@ -24,12 +25,12 @@ double locationInPlace(std::vector<double>& values, Location loc)
         return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
     const std::size_t half = values.size() / 2;
     const auto middle = values.begin() + static_cast<std::ptrdiff_t>(half);
-    std::nth_element(values.begin(), middle, values.end());
+    std::nth_element(values.begin(), middle, values.end(), totalLess);
     const double upper = *middle;
     if (values.size() % 2 == 1)
         return upper;
     // The lower middle value is the largest of the first half.
-    const double lower = *std::max_element(values.begin(), middle);
+    const double lower = *std::max_element(values.begin(), middle, totalLess);
     return 0.5 * (lower + upper);
 }
 
@@ -44,7 +45,7 @@ public:
     {
         std::vector<std::size_t> order(values.size());
         std::iota(order.begin(), order.end(), std::size_t{0});
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return totalLess(values[a], values[b]); });
         for (std::size_t r = 0; r < order.size(); ++r) {
             m_rank[order[r]] = static_cast<std::uint32_t>(r);
             m_sorted[r] = values[order[r]];
@@ -106,15 +107,10 @@ BootstrapCi finish(double estimate, double level, std::vector<double> statistics
         ci.lower = ci.upper = estimate;
         return ci;
     }
-    std::sort(statistics.begin(), statistics.end());
+    sortTotal(statistics.begin(), statistics.end());
     ci.lower = sortedQuantile(statistics, 0.5 * (1.0 - level));
     ci.upper = sortedQuantile(statistics, 0.5 * (1.0 + level));
     return ci;
-}
-
-[[maybe_unused]] bool allFinite(std::span<const double> values)
-{
-    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
 }
 
 } // namespace
@@ -126,10 +122,9 @@ double location(std::span<const double> values, Location loc)
 }
 
 BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double level, int resamples,
-                              std::uint64_t seed)
+                              std::uint64_t seed, const CancelToken& cancel)
 {
     assert(level > 0.0 && level < 1.0 && "bootstrapLocation: level must lie in (0, 1)");
-    assert(allFinite(x) && "bootstrapLocation: values must be finite");
     if (x.empty())
         return finish(0.0, level, {});
     Rng rng(EngineKind::Pcg64, seed);
@@ -138,6 +133,7 @@ BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double le
     if (loc == Location::Median) {
         CountedMedian median(x);
         for (int b = 0; b < resamples; ++b) {
+        cancel.check();
             median.clear();
             for (std::size_t k = 0; k < x.size(); ++k)
                 median.add(static_cast<std::size_t>(rng.below(x.size())));
@@ -147,6 +143,7 @@ BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double le
     }
     std::vector<double> scratch;
     for (int b = 0; b < resamples; ++b) {
+        cancel.check();
         resampleInto(x, rng, scratch);
         statistics.push_back(locationInPlace(scratch, loc));
     }
@@ -154,10 +151,9 @@ BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double le
 }
 
 BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
-                           int resamples, std::uint64_t seed)
+                           int resamples, std::uint64_t seed, const CancelToken& cancel)
 {
     assert(level > 0.0 && level < 1.0 && "bootstrapRatio: level must lie in (0, 1)");
-    assert(allFinite(x) && allFinite(y) && "bootstrapRatio: values must be finite");
     const double denominator = location(y, loc);
     if (x.empty() || y.empty() || denominator == 0.0)
         return finish(0.0, level, {});
@@ -167,6 +163,7 @@ BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y,
     if (loc == Location::Median) {
         CountedMedian mx(x), my(y);
         for (int b = 0; b < resamples; ++b) {
+        cancel.check();
             mx.clear();
             my.clear();
             for (std::size_t k = 0; k < x.size(); ++k) // the draws in the order resampleInto makes them
@@ -181,6 +178,7 @@ BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y,
     }
     std::vector<double> scratchX, scratchY;
     for (int b = 0; b < resamples; ++b) {
+        cancel.check();
         resampleInto(x, rng, scratchX);
         resampleInto(y, rng, scratchY);
         const double bottom = locationInPlace(scratchY, loc);
@@ -191,11 +189,10 @@ BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y,
 }
 
 BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
-                                 int resamples, std::uint64_t seed)
+                                 int resamples, std::uint64_t seed, const CancelToken& cancel)
 {
     assert(level > 0.0 && level < 1.0 && "bootstrapPairedRatio: level must lie in (0, 1)");
     assert(x.size() == y.size() && "bootstrapPairedRatio: samples must be paired");
-    assert(allFinite(x) && allFinite(y) && "bootstrapPairedRatio: values must be finite");
     const double denominator = location(y, loc);
     if (x.empty() || x.size() != y.size() || denominator == 0.0)
         return finish(0.0, level, {});
@@ -205,6 +202,7 @@ BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const doub
     if (loc == Location::Median) {
         CountedMedian mx(x), my(y);
         for (int b = 0; b < resamples; ++b) {
+        cancel.check();
             mx.clear();
             my.clear();
             for (std::size_t k = 0; k < x.size(); ++k) {
@@ -220,6 +218,7 @@ BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const doub
     }
     std::vector<double> scratchX(x.size()), scratchY(y.size());
     for (int b = 0; b < resamples; ++b) {
+        cancel.check();
         for (std::size_t k = 0; k < x.size(); ++k) {
             const auto i = static_cast<std::size_t>(rng.below(x.size()));
             scratchX[k] = x[i];

@@ -2,6 +2,8 @@
 // Seeded percentile-bootstrap confidence intervals for a location and for a ratio of locations.
 #pragma once
 
+#include "core/common/cancel.h"
+
 #include <cstdint>
 #include <span>
 
@@ -12,6 +14,12 @@ enum class Location {
     Mean,
     Median, ///< the middle order statistic, or the mean of the two middle ones for even n
 };
+
+/// Every function here is defined for non-finite values: they are ordered -inf < finite < +inf <
+/// NaN (stats/total_order.h), so a median over them is an order statistic of that order and a mean
+/// is the IEEE sum; an interval from statistics that are NaN reads NaN. Nothing is dropped silently.
+
+/// Each resampling loop polls `cancel` once per resample (throwing Cancelled).
 
 /// Mean or median of `values` (0 for an empty sample).
 double location(std::span<const double> values, Location loc);
@@ -34,19 +42,19 @@ struct BootstrapCi {
 /// statistics (Hyndman & Fan type 7, NumPy's default). 0 < level < 1.
 /// Reference: Efron & Tibshirani, "An Introduction to the Bootstrap" (1993), sec. 13.3.
 BootstrapCi bootstrapLocation(std::span<const double> x, Location loc, double level, int resamples,
-                              std::uint64_t seed);
+                              std::uint64_t seed, const CancelToken& cancel = {});
 
 /// Percentile bootstrap of location(x) / location(y) for independent samples: each resample
 /// draws x.size() indices into x, then y.size() indices into y, from one
 /// Rng(EngineKind::Pcg64, seed). Resamples with location(y*) = 0 are dropped.
 BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
-                           int resamples, std::uint64_t seed);
+                           int resamples, std::uint64_t seed, const CancelToken& cancel = {});
 
 /// Percentile bootstrap of location(x) / location(y) for paired samples (x.size() == y.size()):
 /// each resample draws n pair indices and evaluates both locations over the same indices, so
 /// the pairing (e.g. the same queries under two schemes) is kept. Resamples with
 /// location(y*) = 0 are dropped.
 BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
-                                 int resamples, std::uint64_t seed);
+                                 int resamples, std::uint64_t seed, const CancelToken& cancel = {});
 
 } // namespace kvlens::stats

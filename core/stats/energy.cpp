@@ -52,7 +52,7 @@ double energyDistance(const Eigen::Ref<const Eigen::MatrixXd>& x, const Eigen::R
 }
 
 EnergyTestResult energyTest(const Eigen::Ref<const Eigen::MatrixXd>& x, const Eigen::Ref<const Eigen::MatrixXd>& y,
-                            int permutations, std::uint64_t seed)
+                            int permutations, std::uint64_t seed, const CancelToken& cancel)
 {
     assert(x.cols() == y.cols() && "energyTest: clouds must have the same dimension");
     assert(x.allFinite() && y.allFinite() && "energyTest: coordinates must be finite");
@@ -69,6 +69,7 @@ EnergyTestResult energyTest(const Eigen::Ref<const Eigen::MatrixXd>& x, const Ei
     pooled.bottomRows(m) = y;
     Eigen::MatrixXd distances(total, total);
     for (Eigen::Index j = 0; j < total; ++j) {
+        cancel.check();
         distances(j, j) = 0.0;
         for (Eigen::Index i = j + 1; i < total; ++i)
             distances(i, j) = distances(j, i) = (pooled.row(i) - pooled.row(j)).norm();
@@ -107,6 +108,7 @@ EnergyTestResult energyTest(const Eigen::Ref<const Eigen::MatrixXd>& x, const Ei
     long long atLeast = 0;
     Eigen::MatrixXd indicators;
     for (int done = 0; done < permutations;) {
+        cancel.check();
         const auto block = static_cast<Eigen::Index>(std::min<long long>(kSplitBlock, permutations - done));
         indicators.setZero(total, block);
         for (Eigen::Index c = 0; c < block; ++c) {

@@ -2,6 +2,8 @@
 // Energy distance between point clouds and its seeded permutation test.
 #pragma once
 
+#include "core/common/cancel.h"
+
 #include <Eigen/Core>
 
 #include <cstdint>
@@ -36,7 +38,13 @@ struct EnergyTestResult {
 /// of splits as a matrix product. An empty sample or B <= 0 gives pValue = 1.
 /// Reference: Szekely & Rizzo (2004), "Testing for equal distributions in high dimension";
 /// Phipson & Smyth (2010) for the +1 in the p-value.
+/// Memory is (n + m)^2 doubles (the pooled distance matrix), so callers bound the clouds'
+/// sizes (kMaxEnergyPoints). Polls `cancel` per row of distances and per block of permutations.
 EnergyTestResult energyTest(const Eigen::Ref<const Eigen::MatrixXd>& x, const Eigen::Ref<const Eigen::MatrixXd>& y,
-                            int permutations, std::uint64_t seed);
+                            int permutations, std::uint64_t seed, const CancelToken& cancel = {});
+
+/// The most points per cloud the comparison table gives energyTest: larger clouds are subsampled
+/// (seeded, without replacement) so the distance matrix stays under (2 x 512)^2 x 8 B = 8 MiB.
+inline constexpr int kMaxEnergyPoints = 512;
 
 } // namespace kvlens::stats

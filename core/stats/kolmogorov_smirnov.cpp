@@ -2,6 +2,8 @@
 // KS distance by merging the two sorted samples; p-value from the Kolmogorov series.
 #include "core/stats/kolmogorov_smirnov.h"
 
+#include "core/stats/total_order.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -78,14 +80,13 @@ KsResult ksTwoSample(std::span<const double> x, std::span<const double> y)
     out.n2 = y.size();
     if (x.empty() || y.empty())
         return out;
-    assert(std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); })
-           && std::all_of(y.begin(), y.end(), [](double v) { return std::isfinite(v); })
-           && "ksTwoSample: values must be finite");
+    out.nonFinite = countNonFinite(x) + countNonFinite(y);
 
+    // The total order (NaN above +inf, NaNs tied) makes the walk advance past every value.
     std::vector<double> a(x.begin(), x.end());
     std::vector<double> b(y.begin(), y.end());
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
+    sortTotal(a.begin(), a.end());
+    sortTotal(b.begin(), b.end());
 
     // |F1 - F2| = |i n2 - j n1| / (n1 n2) after i values of x and j of y: integer numerators
     // keep D exact (k / lcm), so D of identical samples is exactly 0.
@@ -94,10 +95,10 @@ KsResult ksTwoSample(std::span<const double> x, std::span<const double> y)
     long long best = 0;
     std::size_t i = 0, j = 0;
     while (i < a.size() && j < b.size()) {
-        const double t = std::min(a[i], b[j]);
-        while (i < a.size() && a[i] == t)
+        const double t = totalLess(b[j], a[i]) ? b[j] : a[i];
+        while (i < a.size() && totalEqual(a[i], t))
             ++i;
-        while (j < b.size() && b[j] == t)
+        while (j < b.size() && totalEqual(b[j], t))
             ++j;
         best = std::max(best, std::llabs(static_cast<long long>(i) * n2 - static_cast<long long>(j) * n1));
     }

@@ -28,6 +28,7 @@ struct KsResult {
     std::size_t n1 = 0, n2 = 0;
     double d = 0.0;          ///< sup_t |F1(t) - F2(t)| of the empirical CDFs
     double effectiveN = 0.0; ///< n1 n2 / (n1 + n2)
+    std::size_t nonFinite = 0; ///< values of either sample that are NaN or infinite (ordered as below)
     PValue p;                ///< asymptotic two-sided p-value, see ksTwoSample
 };
 
@@ -40,7 +41,8 @@ struct KsResult {
 /// discreteness of D (a lattice of step 1/n) makes it worse for small equal sizes (0.18 at
 /// n1 = n2 = 5), and relative errors of tiny p-values reach ~30%. scipy 1.10 'asymp' uses
 /// the one-sample law kstwo(round(ne)) instead, which differs by a similar amount.
-/// Callers pass finite values (asserted in debug builds). O((n1 + n2) log(n1 + n2)).
+/// Non-finite values take part in the order -inf < finite < +inf < NaN (stats/total_order.h),
+/// every NaN tied with the others, and are counted in nonFinite. O((n1 + n2) log(n1 + n2)).
 KsResult ksTwoSample(std::span<const double> x, std::span<const double> y);
 
 } // namespace kvlens::stats

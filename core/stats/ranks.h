@@ -14,7 +14,8 @@ struct Ranks {
 };
 
 /// Average ("mid") ranks of `values`, as scipy.stats.rankdata(method='average').
-/// Callers pass finite values (asserted in debug builds). O(n log n).
+/// Defined for every double: -inf ranks lowest, +inf above every finite value and NaN above +inf,
+/// all NaNs tied (stats/total_order.h), so a NaN damage value ranks as the worst. O(n log n).
 Ranks averageRanks(std::span<const double> values);
 
 } // namespace kvlens::stats

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 
 namespace kvlens::stats {
 
@@ -14,7 +15,7 @@ double spearman(std::span<const double> x, std::span<const double> y)
 {
     assert(x.size() == y.size() && "spearman: samples must be paired");
     if (x.size() < 2 || x.size() != y.size())
-        return 0.0;
+        return std::numeric_limits<double>::quiet_NaN();
     const Ranks rx = averageRanks(x);
     const Ranks ry = averageRanks(y);
     // Mid ranks average exactly (n + 1) / 2; centred ranks are multiples of 1/2, so the sums
@@ -29,7 +30,7 @@ double spearman(std::span<const double> x, std::span<const double> y)
         syy += b * b;
     }
     if (sxx == 0.0 || syy == 0.0)
-        return 0.0;
+        return std::numeric_limits<double>::quiet_NaN();
     return std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
 }
 

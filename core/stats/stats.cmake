@@ -17,6 +17,7 @@ target_sources(kvlens_core PRIVATE
   stats/ranks.h
   stats/spearman.cpp
   stats/spearman.h
+  stats/total_order.h
   stats/wilcoxon.cpp
   stats/wilcoxon.h
 )

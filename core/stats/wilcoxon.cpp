@@ -7,9 +7,14 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace kvlens::stats {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+} // namespace
 
 WilcoxonResult wilcoxonSignedRank(std::span<const double> x, std::span<const double> y)
 {
@@ -20,8 +25,11 @@ WilcoxonResult wilcoxonSignedRank(std::span<const double> x, std::span<const dou
     std::vector<double> differences;
     differences.reserve(out.nPairs);
     for (std::size_t i = 0; i < out.nPairs; ++i) {
-        assert(std::isfinite(x[i]) && std::isfinite(y[i]) && "wilcoxonSignedRank: values must be finite");
-        const double d = x[i] - y[i];
+        // NaN counts as +inf (the worst damage); two equal infinities are a tie, not inf - inf = NaN.
+        const double a = std::isnan(x[i]) ? kInf : x[i];
+        const double b = std::isnan(y[i]) ? kInf : y[i];
+        out.nonFinite += !std::isfinite(x[i]) || !std::isfinite(y[i]);
+        const double d = a == b ? 0.0 : a - b;
         if (d != 0.0)
             differences.push_back(d);
     }

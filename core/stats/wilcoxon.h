@@ -20,6 +20,7 @@ struct WilcoxonResult {
     std::size_t nPairs = 0;       ///< pairs given
     std::size_t nUsed = 0;        ///< pairs with a non-zero difference
     std::size_t zerosDropped = 0; ///< nPairs - nUsed
+    std::size_t nonFinite = 0;    ///< pairs with a NaN or infinite member (treated as below)
     double wPlus = 0.0;
     double wMinus = 0.0;
     double statistic = 0.0;       ///< min(W+, W-), what scipy.stats.wilcoxon reports two-sided
@@ -36,7 +37,9 @@ struct WilcoxonResult {
 /// Two-sided Wilcoxon signed-rank test of paired samples (x_i, y_i), x.size() == y.size(),
 /// by the tie-corrected normal approximation; matches scipy.stats.wilcoxon(x, y,
 /// method='approx') (zero_method='wilcox', correction=False) in statistic and p.
-/// Callers pass finite values (asserted in debug builds).
+/// Non-finite values are defined: a NaN counts as +inf (the worst damage), a pair of equal
+/// infinities is a zero difference, and an infinite difference ranks above every finite one;
+/// such pairs are counted in nonFinite.
 /// Reference: Wilcoxon (1945); Hollander, Wolfe & Chicken, "Nonparametric Statistical
 /// Methods" (3rd ed., 2014), sec. 3.1 (ties).
 WilcoxonResult wilcoxonSignedRank(std::span<const double> x, std::span<const double> y);
