@@ -275,10 +275,21 @@ std::string clippedTable(const std::string& table, const char* file)
 /// Runs the advice as its own experiment beside uniform allocations, on the run's cells (CPU):
 /// one scheme per distinct (k, v) of the advice, each layer scored on its own pair; the best
 /// uniform split; TQ-KV and KQV at the integer budget. Empty (with `note`) when it cannot run.
-std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const BitAllocation& advice,
-                                             const std::optional<BitAllocation>& uniform, int budget,
-                                             Progress& progress, std::string& note)
+/// The rerun reads the run's files again: they are first checked against the hashes of what the
+/// run read, and the rerun's reads against those; a changed file is an Error (nothing is written:
+/// the check would measure other data than every other table).
+Result<std::vector<AllocationCheck>> checkAllocation(const ResultSet& results, const BitAllocation& advice,
+                                                     const std::optional<BitAllocation>& uniform, int budget,
+                                                     Progress& progress, std::string& note, const CancelToken& cancel)
 {
+    if (results.dataHash != 0 && static_cast<int>(results.pointDataHashes.size()) != results.spec.pointCount()) {
+        note = "the run's manifests have no per-point data hashes (an older version's shards), so the files "
+               "cannot be checked against what the run read";
+        return std::vector<AllocationCheck>{};
+    }
+    auto expected = verifyPointData(results, cancel);
+    if (!expected)
+        return Error{expected.error().field, "the advice's rerun: " + expected.error().message};
     ExperimentSpec spec = results.spec;
     spec.name = results.spec.name + " (allocation check)";
     spec.backend = BackendKind::Cpu;
@@ -308,18 +319,21 @@ std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const Bit
     auto normalized = normalizeSpec(spec);
     if (!normalized) {
         note = normalized.error().text();
-        return {};
+        return std::vector<AllocationCheck>{};
     }
     CpuBackend cpu;
     auto run = runExperiment(*normalized, cpu, &progress);
     if (!run) {
+        if (run.error().field == "regime.file")
+            return Error{"regime.file", "the advice's rerun: " + run.error().message};
         note = run.error().text();
-        return {};
+        return std::vector<AllocationCheck>{};
     }
-    if (run->cancelled) {
-        note = "cancelled";
-        return {};
-    }
+    if (run->cancelled)
+        throw Cancelled{};
+    if (!expected->empty() && run->pointScoredHashes != *expected)
+        return Error{"regime.file", "the advice's rerun read other data than the run (the file changed while it "
+                                    "ran): nothing written; rerun on a file that stays put"};
     const std::vector<ModelCell> cells = modelCells(*run);
     auto only = [&](auto keep) {
         ResultSet r = *run;
@@ -347,16 +361,23 @@ std::vector<AllocationCheck> checkAllocation(const ResultSet& results, const Bit
 
 } // namespace
 
-int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
-                  std::ostream& err, const std::string& shownDir, bool quiet, const widgets::ExportOptions& figureOptions)
+namespace {
+
+/// writeRunFiles's work; the analyses poll `cancel` and may throw Cancelled or bad_alloc.
+int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
+                           std::ostream& err, const std::string& shownDir, bool quiet,
+                           const widgets::ExportOptions& figureOptions, const CancelToken& cancel)
 {
     if (auto made = makeDirectories(outDir); !made) {
         err << "kvlens: " << made.error().text() << "\n";
         return 1;
     }
     const std::string dir = outDir + "/";
-    const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(results);
+    io::faultPoint("analysis"); // tests interrupt the comparisons from here
+    const std::vector<stats::ComparisonRow> comparisons = stats::compareSchemes(results, cancel);
+    cancel.check();
     const std::vector<stats::ProxyRow> proxies = stats::proxyStudy(results);
+    cancel.check();
     // The whole run is shard 0 of 1: trials.bin keeps every result for --reuse (and kvlens merge).
     const ShardManifest manifest = manifestFor(results, results.spec, ShardId{0, 1});
     const std::pair<std::string, std::string> files[] = {
@@ -384,9 +405,16 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     if (const auto map = modelMap(results); !map.empty()) {
         std::vector<std::pair<std::string, std::string>> extra{{"model_map.csv", modelMapCsv(results, map)}};
         const auto sensitivity = kvSensitivity(results);
-        const auto curves = layerCurves(results);
-        if (!sensitivity.empty() && !curves.empty()) {
+        const auto curvesOrError = layerCurves(results);
+        const std::vector<LayerCurves> curves = curvesOrError ? *curvesOrError : std::vector<LayerCurves>{};
+        if (!sensitivity.empty())
             extra.emplace_back("kv_sensitivity.csv", kvSensitivityCsv(sensitivity));
+        if (sensitivity.empty())
+            modelText += "advisor: no advice: add the schemes K-only and V-only to the spec (the advisor needs each "
+                         "layer's K-only and V-only damage curves)\n";
+        else if (!curvesOrError)
+            modelText += "advisor: " + curvesOrError.error().message + "\n";
+        if (!sensitivity.empty() && !curves.empty()) {
             const auto front = paretoFront(curves);
             extra.emplace_back("pareto.csv", paretoCsv(front));
             constexpr double kTargetBits = 3.0;
@@ -394,11 +422,17 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
             if (const auto advice = allocate(curves, kTargetBits)) {
                 extra.emplace_back("allocation.json", allocationJson(*advice, kTargetBits, manifest.specHash));
                 std::string note;
+                io::faultPoint("advisor"); // tests replace the dump here: the rerun must not read it as the run's
                 ProgressLine progress(err, quiet, "checking the advice:");
-                const auto checks = checkAllocation(results, *advice, bestUniformSplit(curves, kTargetBits),
-                                                    static_cast<int>(std::lround(kTargetBits)), progress, note);
+                const auto checked = checkAllocation(results, *advice, bestUniformSplit(curves, kTargetBits),
+                                                     static_cast<int>(std::lround(kTargetBits)), progress, note, cancel);
                 if (InterruptScope::interrupted())
                     return InterruptScope::exitStatus();
+                if (!checked) {
+                    err << "kvlens: " << checked.error().text() << "\n";
+                    return kExitRefused;
+                }
+                const std::vector<AllocationCheck>& checks = *checked;
                 if (!checks.empty()) {
                     extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
                     modelText += allocationChecksText(checks);
@@ -433,6 +467,7 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
     int figureFiles = 0;
     std::string teachingNote;
     for (widgets::ResultView* view : figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
+        cancel.check();
         // The teaching tab draws its one-query chain for the run's first scheme pair on the run's
         // data law, with every stage revealed; a run that reads files or lacks a pair says why not.
         if (auto* teaching = qobject_cast<widgets::TeachingView*>(view)) {
@@ -501,6 +536,24 @@ int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figu
         out << " and " << figureFiles << " files in " << shown << "/figures";
     out << "\n";
     return 0;
+}
+
+} // namespace
+
+int writeRunFiles(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
+                  std::ostream& err, const std::string& shownDir, bool quiet, const widgets::ExportOptions& figureOptions)
+{
+    // SIGINT/SIGTERM reach the statistics and the advisor too, not only the trials: a table over
+    // 10^5 seeds must stop within a second. Out of memory in an analysis is one line, not abort().
+    const CancelToken cancel([] { return InterruptScope::interrupted(); });
+    try {
+        return writeRunFilesUnguarded(results, outDir, figures, out, err, shownDir, quiet, figureOptions, cancel);
+    } catch (const Cancelled&) {
+        return InterruptScope::exitStatus();
+    } catch (const std::bad_alloc&) {
+        err << "kvlens: out of memory while analysing the results (comparisons, advisor or figures)\n";
+        return kExitFailed;
+    }
 }
 
 } // namespace kvlens::app

@@ -136,6 +136,12 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
     std::vector<std::vector<TrialResult>> trials;
     trials.reserve(parts.size());
     for (const ShardPart& p : parts) {
+        // The header first: a wrong or oversized trials.bin is refused before its body is read.
+        if (auto header = checkTrialsFile(p.label + "/trials.bin", p.manifest.specHash, p.manifest.trials.size(), *spec);
+            !header) {
+            err << "kvlens merge: " << p.label << "/" << header.error().text() << "; nothing written\n";
+            return 2;
+        }
         const auto bytes = readWholeFile(p.label + "/trials.bin", io::kMaxTrialsFileBytes);
         if (!bytes) {
             err << "kvlens merge: " << bytes.error().text() << "; nothing written\n";
@@ -159,6 +165,7 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
         return 2;
     }
     merged->dataHash = parts.front().manifest.dataHash;
+    merged->pointDataHashes = parts.front().manifest.pointDataHashes; // the advisor's rerun checks the files against them
     const InterruptScope interrupts;
     std::ostringstream report;
     report << "merged " << parts.size() << " shards (" << merged->trials.size() << " trials) into " << options.outDir

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Model-lens tables over a model run's cells, and the allocation advisor's exact and Lagrangian fronts.
+#include "core/stats/total_order.h"
 #include "core/analysis/model_lens.h"
 
 #include "core/io/csv.h"
@@ -15,6 +16,7 @@
 #include <array>
 #include <cstdio>
 #include <numeric>
+#include <set>
 
 namespace kvlens {
 
@@ -26,10 +28,13 @@ constexpr double kZ = 1.959963984540054; // the 97.5% normal quantile
 struct Mean {
     double sum = 0.0, sum2 = 0.0;
     long long n = 0;
+    long long nonFinite = 0; ///< values left out of the mean because they were NaN or infinite
     void add(double x)
     {
-        if (!std::isfinite(x))
+        if (!std::isfinite(x)) {
+            ++nonFinite;
             return;
+        }
         sum += x;
         sum2 += x * x;
         ++n;
@@ -70,7 +75,7 @@ double percentile99(std::vector<float> v)
 {
     if (v.empty())
         return kNan;
-    std::sort(v.begin(), v.end());
+    std::sort(v.begin(), v.end(), [](float a, float b) { return stats::totalLess(a, b); }); // NaN last
     const double h = (static_cast<double>(v.size()) - 1.0) * 0.99;
     const auto lo = static_cast<std::size_t>(std::floor(h));
     const std::size_t hi = std::min(lo + 1, v.size() - 1);
@@ -347,25 +352,42 @@ std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, do
     return best;
 }
 
-std::vector<LayerCurves> layerCurves(const ResultSet& results)
+Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results)
 {
     std::vector<LayerCurves> out;
-    for (const auto& [key, a] : splitDamage(results)) { // (layer, budget) ascending
+    const std::map<std::pair<int, int>, SplitDamage> damage = splitDamage(results);
+    std::set<int> runLayers;
+    for (const ModelCell& c : modelCells(results))
+        runLayers.insert(c.layer);
+    if (damage.empty())
+        return out;
+    // A layer whose loss is unknown at some width cannot be left out: the advice would then be over
+    // fewer layers than the uniform splits it is compared with (and look better for it).
+    for (const auto& [key, a] : damage) {
+        for (const auto& [what, m] : {std::pair<const char*, const Mean*>{"K-only", &a.kRelT}, {"V-only", &a.vRelT}}) {
+            if (m->nonFinite > 0 || m->n == 0)
+                return Error{"advisor", "layer " + std::to_string(key.first) + ": " + what
+                                            + "'s output relative error at n = " + std::to_string(key.second) + " is "
+                                            + (m->n == 0 ? std::string("missing")
+                                                         : "not finite for " + std::to_string(m->nonFinite) + " of "
+                                                               + std::to_string(m->n + m->nonFinite) + " queries")
+                                            + ": no advice (every layer needs finite K-only and V-only curves)"};
+        }
+    }
+    for (const auto& [key, a] : damage) { // (layer, budget) ascending
         if (out.empty() || out.back().layer != key.first)
             out.push_back(LayerCurves{key.first, {}, {}, {}, {}, {}, {}});
         LayerCurves& c = out.back();
-        if (a.kRelT.n > 0) {
-            c.kBits.push_back(key.second);
-            c.kLoss.push_back(a.kRelT.mean());
-            c.kCost.push_back(a.kBits.mean());
-        }
-        if (a.vRelT.n > 0) {
-            c.vBits.push_back(key.second);
-            c.vLoss.push_back(a.vRelT.mean());
-            c.vCost.push_back(a.vBits.mean());
-        }
+        c.kBits.push_back(key.second);
+        c.kLoss.push_back(a.kRelT.mean());
+        c.kCost.push_back(a.kBits.mean());
+        c.vBits.push_back(key.second);
+        c.vLoss.push_back(a.vRelT.mean());
+        c.vCost.push_back(a.vBits.mean());
     }
-    std::erase_if(out, [](const LayerCurves& c) { return c.kBits.empty() || c.vBits.empty(); });
+    for (const int layer : runLayers)
+        if (std::none_of(out.begin(), out.end(), [&](const LayerCurves& c) { return c.layer == layer; }))
+            return Error{"advisor", "layer " + std::to_string(layer) + " has no K-only or V-only trial: no advice"};
     return out;
 }
 
@@ -400,6 +422,8 @@ AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, 
 {
     const std::vector<ModelCell> cells = modelCells(results);
     std::map<int, Mean> perLayer;
+    for (const ModelCell& cell : cells) // every layer of the run counts, even one with no trial here
+        perLayer[cell.layer];
     Mean bits;
     for (const TrialResult& t : results.trials) {
         Mean& m = perLayer[cells.empty() ? 0 : cells[static_cast<std::size_t>(t.key.point)].layer];
@@ -412,8 +436,11 @@ AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, 
     c.predicted = predicted;
     c.bits = bits.mean();
     double half2 = 0.0;
+    c.layers = static_cast<int>(perLayer.size());
     for (const auto& [layer, m] : perLayer) {
-        c.measured += m.mean();
+        c.nonFinite += m.nonFinite;
+        // A layer without a finite value has no finite loss: the sum is not finite either.
+        c.measured += m.n > 0 && m.nonFinite == 0 ? m.mean() : std::numeric_limits<double>::infinity();
         const auto [lo, hi] = m.interval();
         if (std::isfinite(lo))
             half2 += 0.25 * (hi - lo) * (hi - lo);
@@ -425,9 +452,11 @@ AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, 
 
 std::string allocationChecksCsv(const std::vector<AllocationCheck>& checks)
 {
-    CsvWriter csv({"allocation", "bits", "predicted_loss", "measured_loss", "ci_low", "ci_high"});
+    CsvWriter csv({"allocation", "bits", "predicted_loss", "measured_loss", "ci_low", "ci_high", "layers",
+                   "nonfinite_queries"});
     for (const AllocationCheck& c : checks) {
-        csv.add(c.name).add(c.bits).add(c.predicted).add(c.measured).add(c.low).add(c.high);
+        csv.add(c.name).add(c.bits).add(c.predicted).add(c.measured).add(c.low).add(c.high).add(c.layers)
+            .add(c.nonFinite);
         csv.endRow();
     }
     return csv.text();

@@ -3,6 +3,7 @@
 // and the bit-allocation advisor (the exact or Lagrangian choice of per-layer K and V widths).
 #pragma once
 
+#include "core/common/result.h"
 #include "core/model/result.h"
 
 #include <cstdint>
@@ -78,7 +79,11 @@ std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, do
                                    long long exactLimit = 2000000);
 /// The curves of a model run: loss = mean output relative error (rel_mse_t) of K-only at k and of
 /// V-only at v, over the layer's heads, queries and seeds; cost = their measured bits.
-std::vector<LayerCurves> layerCurves(const ResultSet& results);
+/// Refuses (field "advisor", naming the layer, path and width) when any layer of the run has a
+/// missing or non-finite K-only or V-only loss at a width: advising over the other layers would
+/// compare an allocation of fewer layers with uniform splits of all of them. Empty without
+/// K-only / V-only trials.
+Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results);
 
 /// The best allocation that gives every layer the same K width and the same V width, within
 /// `budget` bits per coordinate, if any fits.
@@ -91,6 +96,8 @@ struct AllocationCheck {
     double predicted = 0.0;      ///< from the single-path curves (NaN for the plain schemes)
     double measured = 0.0;       ///< sum over layers of the mean rel_mse_t
     double low = 0.0, high = 0.0; ///< 95% interval of `measured` (per-layer intervals in quadrature)
+    int layers = 0;              ///< layers summed: every layer of the run (the same for every check)
+    long long nonFinite = 0;     ///< queries whose output error was not finite (measured is then +inf)
 };
 /// The summed per-layer mean output error of a run over model cells, with its interval, and
 /// the mean stored bits (for AllocationCheck).

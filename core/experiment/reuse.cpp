@@ -25,6 +25,9 @@ Result<ReusedRun> loadRunIntoCache(const std::string& dir, TrialCache& cache)
     const auto manifest = manifestFromJson(*manifestText);
     if (!manifest)
         return named("manifest.json", manifest.error());
+    // The header first: a wrong or oversized trials.bin is refused before its body is read.
+    if (auto header = checkTrialsFile(dir + "/trials.bin", manifest->specHash, manifest->trials.size(), *spec); !header)
+        return named("trials.bin", header.error());
     const auto bytes = io::readRegularFile(dir + "/trials.bin", io::kMaxTrialsFileBytes);
     if (!bytes)
         return named("trials.bin", bytes.error());

@@ -2,6 +2,8 @@
 // Trial scheduling: groups of trials sharing one draw run on worker threads; results land in walk order.
 #include "core/experiment/runner.h"
 
+#include "core/stats/energy.h"
+
 #include "core/common/memory.h"
 #include "core/experiment/shard.h"
 #include "core/experiment/trial.h"
@@ -70,11 +72,26 @@ MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency)
     // The largest grid point decides the working set; results add up over every point.
     MemoryEstimate total;
     total.concurrency = std::max(1, concurrency);
+    double largestQueries = 0.0;
     for (int p = 0; p < spec.pointCount(); ++p) {
-        const MemoryEstimate e = estimatePoint(spec.pointSpec(p), concurrency);
+        const ExperimentSpec ps = spec.pointSpec(p);
+        const MemoryEstimate e = estimatePoint(ps, concurrency);
         total.perGroupBytes = std::max(total.perGroupBytes, e.perGroupBytes);
         total.resultBytes += e.resultBytes;
+        largestQueries = std::max(largestQueries, static_cast<double>(ps.queries));
     }
+    // The comparison table (analysis/comparison.cpp): 512 bytes a row kept; per worker, the two
+    // schemes' pooled KL (seeds x queries each) with ~7 copies of 8 bytes a value (the pooled values,
+    // the bootstrap's sorted values, ranks and counts, the rank tests' and KS's copies), and the
+    // energy test's pooled distance matrix.
+    const double schemes = static_cast<double>(spec.schemes.size());
+    const double pairs = spec.comparisons.pairs.empty() ? schemes * (schemes - 1.0) / 2.0
+                                                        : static_cast<double>(spec.comparisons.pairs.size());
+    const double rows = pairs * static_cast<double>(spec.budgets.size()) * static_cast<double>(spec.pointCount());
+    const double values = 2.0 * static_cast<double>(spec.seedCount) * largestQueries;
+    const double energyPoints = 2.0 * std::min<double>(spec.seedCount, stats::kMaxEnergyPoints);
+    const double workers = std::min<double>(rows, std::max(1u, std::thread::hardware_concurrency()));
+    total.analysisBytes = 512.0 * rows + workers * (56.0 * values + 8.0 * energyPoints * energyPoints);
     return total;
 }
 
@@ -92,6 +109,18 @@ std::uint64_t hashDataset(const Dataset& data, std::uint64_t h)
         const std::string_view bytes(reinterpret_cast<const char*>(m->data()),
                                      static_cast<std::size_t>(m->size()) * sizeof(float));
         h = fnv1a64(bytes, fnv1a64(shapeBytes, h));
+    }
+    return h;
+}
+
+/// The scored part alone (K, V, Q): equal for two runs of one cell whatever their calibration rows.
+std::uint64_t hashScored(const Dataset& data)
+{
+    std::uint64_t h = kFnvOffsetBasis;
+    for (const RowMatrixXf* m : {&data.keys, &data.values, &data.queries}) {
+        const std::uint64_t shape[2] = {static_cast<std::uint64_t>(m->rows()), static_cast<std::uint64_t>(m->cols())};
+        h = fnv1a64(std::string_view(reinterpret_cast<const char*>(m->data()), static_cast<std::size_t>(m->size()) * 4),
+                    fnv1a64(std::string_view(reinterpret_cast<const char*>(shape), sizeof shape), h));
     }
     return h;
 }
@@ -147,8 +176,9 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
         return Error{"memory_limit_mb", "this run needs about " + megabytes(e.totalBytes()) + " ("
                                             + std::to_string(inFlight) + " trial groups in flight of "
                                             + megabytes(e.perGroupBytes) + " each, plus " + megabytes(e.resultBytes)
-                                            + " of results and inputs), above the limit of " + megabytes(limit)
-                                            + "; reduce d, tokens, queries or seeds"};
+                                            + " of results and inputs and " + megabytes(e.analysisBytes)
+                                            + " for the comparisons after the trials), above the limit of "
+                                            + megabytes(limit) + "; reduce d, tokens, queries, seeds or schemes"};
     };
     if (filter) {
         // From counts alone, before the chosen trials are listed: a shard of a 1e10-trial spec is
@@ -198,8 +228,17 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     if (fixedRegime && !fixedRegime->seedIndependent())
         fixedRegime = nullptr;
     double inputSum = 0.0, inputMax = 0.0;
+    auto cancelledEarly = [&] {
+        ResultSet cancelled;
+        cancelled.spec = spec;
+        cancelled.schemes = spec.schemes;
+        cancelled.cancelled = true;
+        return cancelled;
+    };
     if (fixedRegime)
         for (int p = 0; p < points; ++p) {
+            if (progress && p % 256 == 255 && progress->cancelled())
+                return cancelledEarly();
             const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
             const double b = fixedRegime->inputBytes(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries,
                                                                                  ps.calibrationRows()});
@@ -216,6 +255,7 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     // hashed (so every shard computes the same hash); only needed ones are kept, and only when resident.
     std::vector<std::shared_ptr<const Dataset>> fixedData(static_cast<std::size_t>(points));
     std::vector<std::uint64_t> pointDataHashes(static_cast<std::size_t>(points), 0);
+    std::vector<std::uint64_t> pointScoredHashes(static_cast<std::size_t>(points), 0);
     std::unique_ptr<LazyPoint[]> lazy;
     std::uint64_t dataHash = 0;
     auto readPoint = [&](int p) {
@@ -226,18 +266,14 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     if (fixedRegime) {
         dataHash = kFnvOffsetBasis;
         for (int p = 0; p < points; ++p) {
-            if (progress && p % 16 == 15 && progress->cancelled()) {
-                ResultSet cancelled;
-                cancelled.spec = spec;
-                cancelled.schemes = spec.schemes;
-                cancelled.cancelled = true;
-                return cancelled;
-            }
+            if (progress && p % 16 == 15 && progress->cancelled())
+                return cancelledEarly();
             auto data = readPoint(p);
             if (!data)
                 return data.error();
             dataHash = hashDataset(*data, dataHash);
             pointDataHashes[static_cast<std::size_t>(p)] = hashDataset(*data, kFnvOffsetBasis);
+            pointScoredHashes[static_cast<std::size_t>(p)] = hashScored(*data);
             if (resident && (all || chosenPerPoint[static_cast<std::size_t>(p)] > 0))
                 fixedData[static_cast<std::size_t>(p)] = std::make_shared<const Dataset>(std::move(data).value());
         }
@@ -422,6 +458,8 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     result.regimeNote = regimeNote;
     result.dataHash = dataHash;
     result.pointDataHashes = std::move(pointDataHashes);
+    if (fixedRegime)
+        result.pointScoredHashes = std::move(pointScoredHashes);
     result.reusedTrials = reused;
     result.cancelled = done < total;
     result.trials.reserve(static_cast<std::size_t>(done));
@@ -432,4 +470,31 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
     return result;
 }
 
+Result<std::vector<std::uint64_t>> verifyPointData(const ResultSet& results, const CancelToken& cancel)
+{
+    const ExperimentSpec& spec = results.spec;
+    const Regime* regime = findRegime(spec.regime);
+    if (!regime || !regime->seedIndependent() || results.dataHash == 0)
+        return std::vector<std::uint64_t>{};
+    const int points = spec.pointCount();
+    if (static_cast<int>(results.pointDataHashes.size()) != points)
+        return Error{"regime.file", "the run's per-point data hashes are missing: its inputs cannot be checked"};
+    std::vector<std::uint64_t> scored(static_cast<std::size_t>(points), 0);
+    for (int p = 0; p < points; ++p) {
+        cancel.check();
+        const ExperimentSpec ps = spec.pointSpec(p);
+        auto data = regime->generate(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries, ps.calibrationRows()},
+                                     ps.engine, ps.seed(0));
+        if (!data)
+            return data.error();
+        if (hashDataset(*data, kFnvOffsetBasis) != results.pointDataHashes[static_cast<std::size_t>(p)])
+            return Error{"regime.file", "the input of grid point " + std::to_string(p) + " (" + spec.pointLabel(p)
+                                            + ") is not what the run read (its data hash changed): the file was "
+                                              "replaced or rewritten since; rerun on a file that stays put"};
+        scored[static_cast<std::size_t>(p)] = hashScored(*data);
+    }
+    return scored;
+}
+
 } // namespace kvlens
+

@@ -2,6 +2,7 @@
 // run(spec, backend, progress): walks the trials in parallel groups, reports progress, stops on cancel.
 #pragma once
 
+#include "core/common/cancel.h"
 #include "core/common/result.h"
 #include "core/experiment/backend.h"
 #include "core/model/grid.h"
@@ -32,8 +33,12 @@ public:
 struct MemoryEstimate {
     double perGroupBytes = 0.0;  ///< data, exact attention and one trial's working buffers
     double resultBytes = 0.0;    ///< everything kept in the ResultSet
+    /// The analyses after the trials: the comparison table's rows, and each analysis worker's largest
+    /// row (both schemes' per-query KL over every seed with the bootstrap, rank and KS copies of it,
+    /// and the energy test's distance matrix of at most kMaxEnergyPoints points a cloud).
+    double analysisBytes = 0.0;
     int concurrency = 1;
-    double totalBytes() const { return perGroupBytes * concurrency + resultBytes; }
+    double totalBytes() const { return perGroupBytes * concurrency + resultBytes + analysisBytes; }
 };
 MemoryEstimate estimateMemory(const ExperimentSpec& spec, int concurrency);
 
@@ -80,5 +85,12 @@ void setResidentInputLimit(double bytes);
 
 Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress = nullptr,
                                 const TrialFilter& filter = {}, TrialCache* cache = nullptr);
+
+/// For a run over files (a seed-independent regime): reads every grid point again, as the run did,
+/// and checks its hash against results.pointDataHashes; returns each point's pointScoredHashes
+/// value (K, V, Q alone), which a rerun of the same cells with other schemes must reproduce.
+/// An error names the first point whose file changed since the run read it (or a read failure).
+/// Empty for runs that read no file. Polls `cancel` per point.
+Result<std::vector<std::uint64_t>> verifyPointData(const ResultSet& results, const CancelToken& cancel = {});
 
 } // namespace kvlens

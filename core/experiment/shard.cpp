@@ -2,6 +2,8 @@
 // Sharded runs: trial ids, the block assignment, manifests (nlohmann::json), trials.bin, the merge.
 #include "core/experiment/shard.h"
 
+#include "core/io/file_read.h"
+
 #include "core/model/spec_json.h"
 #include "core/io/json_text.h"
 
@@ -542,6 +544,53 @@ std::string encodeTrials(std::uint64_t specHashValue, const std::vector<TrialRes
     const std::uint64_t checksum = fnv1a64(w.bytes());
     w.u64(checksum);
     return std::move(w.bytes());
+}
+
+double maxTrialRecordBytes(const ExperimentSpec& spec)
+{
+    double q = 0.0, samples = 0.0;
+    for (int p = 0; p < spec.pointCount(); ++p) { // the largest point decides
+        const ExperimentSpec ps = spec.pointSpec(p);
+        q = std::max(q, static_cast<double>(ps.queries));
+        samples = std::max(samples, static_cast<double>(std::min<long long>(
+                                        ps.metrics.sampleCap, std::max(ps.tokens, ps.queries))));
+        if (spec.sweep.empty())
+            break;
+    }
+    // id, key, the fixed fields (< 400 bytes), 8 float arrays and argmaxShift of Q values, 6 sample
+    // arrays, each with its 8-byte length.
+    return 8.0 + 512.0 + 9.0 * 8.0 + 8.0 * 4.0 * q + q + 6.0 * (8.0 + 4.0 * samples);
+}
+
+Result<TrialsFileHeader> checkTrialsFile(const std::string& path, std::uint64_t specHashValue,
+                                         std::uint64_t expectedTrials, const ExperimentSpec& spec)
+{
+    constexpr std::size_t kHeader = 8 + 4 + 8 + 8;
+    auto prefix = io::readRegularFilePrefix(path, kHeader);
+    if (!prefix)
+        return prefix.error();
+    const std::string_view bytes = prefix->bytes;
+    if (bytes.size() < kHeader || bytes.substr(0, kTrialsMagic.size()) != kTrialsMagic)
+        return Error{"trials.bin", "is not a KVLens trials file (wrong magic or too short)"};
+    ByteReader header(bytes.substr(kTrialsMagic.size()));
+    if (const std::uint32_t version = header.u32(); version != kTrialsVersion)
+        return Error{"trials.bin", "has format version " + std::to_string(version) + "; this program reads version "
+                                       + std::to_string(kTrialsVersion)};
+    TrialsFileHeader out;
+    out.specHash = header.u64();
+    out.count = header.u64();
+    out.fileBytes = prefix->size;
+    if (out.specHash != specHashValue)
+        return Error{"trials.bin", "is of spec hash " + hex64(out.specHash) + ", not the manifest's " + hex64(specHashValue)};
+    if (out.count != expectedTrials)
+        return Error{"trials.bin", "claims " + std::to_string(out.count) + " trials; the manifest lists "
+                                       + std::to_string(expectedTrials)};
+    const double most = static_cast<double>(kHeader + 8) + static_cast<double>(out.count) * maxTrialRecordBytes(spec);
+    if (static_cast<double>(out.fileBytes) > most)
+        return Error{"trials.bin", "is " + io::byteSizeText(out.fileBytes) + ", more than " + std::to_string(out.count)
+                                       + " trials of this spec can take (at most "
+                                       + io::byteSizeText(static_cast<std::uint64_t>(most)) + "); refused unread"};
+    return out;
 }
 
 Result<ShardTrials> decodeTrials(std::string_view bytes)

@@ -111,6 +111,22 @@ struct ShardTrials {
 /// Decodes trials.bin; a wrong magic, version, length or checksum is an error.
 Result<ShardTrials> decodeTrials(std::string_view bytes);
 
+/// What the first 28 bytes of a trials.bin say, read before its body.
+struct TrialsFileHeader {
+    std::uint64_t specHash = 0;
+    std::uint64_t count = 0;     ///< trials the file claims
+    std::uint64_t fileBytes = 0; ///< the file's size
+};
+/// Reads only the header of `path` (magic, version, spec hash, trial count) and checks it against
+/// what the manifest says: the spec hash, `expectedTrials`, and a file size no larger than that
+/// many records of `spec` can take (maxTrialRecordBytes). A file that fails is refused before
+/// its body is read (a 2 GiB trials.bin with a wrong magic costs 28 bytes, not 2 GiB).
+Result<TrialsFileHeader> checkTrialsFile(const std::string& path, std::uint64_t specHash, std::uint64_t expectedTrials,
+                                         const ExperimentSpec& spec);
+/// An upper bound on the bytes one trial of `spec` takes in trials.bin (its arrays hold at most
+/// queries or sampleCap values).
+double maxTrialRecordBytes(const ExperimentSpec& spec);
+
 /// The manifest of a finished run (or shard) of `spec` (normalized, as requested).
 ShardManifest manifestFor(const ResultSet& results, const ExperimentSpec& spec, ShardId shard);
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 namespace kvlens::io {
 
@@ -29,27 +30,32 @@ std::string byteSizeText(std::uint64_t bytes)
     return text;
 }
 
-Result<std::string> readRegularFile(const std::string& path, std::uint64_t maxBytes)
+namespace {
+
+/// Opens `path` without blocking and refuses anything but a regular file (fstat on the descriptor).
+Result<int> openRegular(const std::string& path, std::uint64_t& size)
 {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return Error{path, std::string("cannot be opened: ") + std::strerror(errno)};
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0)
-        return Error{path, std::string("cannot be read: ") + std::strerror(errno)};
-    if (S_ISDIR(st.st_mode))
-        return Error{path, "is a folder, not a file"};
-    if (!S_ISREG(st.st_mode))
-        return Error{path, "is not a regular file (a device, FIFO or socket); refused"};
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size > maxBytes)
-        return Error{path, "is " + byteSizeText(size) + ", above the cap of " + byteSizeText(maxBytes)
-                               + " for this kind of file; refused"};
-    std::string contents(static_cast<std::size_t>(size), '\0');
+    if (::fstat(fd, &st) != 0) {
+        const int e = errno;
+        ::close(fd);
+        return Error{path, std::string("cannot be read: ") + std::strerror(e)};
+    }
+    if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return Error{path, S_ISDIR(st.st_mode) ? "is a folder, not a file"
+                                               : "is not a regular file (a device, FIFO or socket); refused"};
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    return fd;
+}
+
+/// Reads up to contents.size() bytes; shrinks `contents` to what was read.
+Status readInto(int fd, const std::string& path, std::string& contents)
+{
     std::size_t got = 0;
     while (got < contents.size()) {
         const ssize_t n = ::read(fd, contents.data() + got, contents.size() - got);
@@ -63,6 +69,42 @@ Result<std::string> readRegularFile(const std::string& path, std::uint64_t maxBy
         got += static_cast<std::size_t>(n);
     }
     contents.resize(got);
+    return Ok{};
+}
+
+struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+};
+
+} // namespace
+
+Result<FilePrefix> readRegularFilePrefix(const std::string& path, std::uint64_t prefixBytes)
+{
+    FilePrefix out;
+    auto fd = openRegular(path, out.size);
+    if (!fd)
+        return fd.error();
+    const Closer closer{*fd};
+    out.bytes.assign(static_cast<std::size_t>(std::min(prefixBytes, out.size)), '\0');
+    if (auto read = readInto(*fd, path, out.bytes); !read)
+        return read.error();
+    return out;
+}
+
+Result<std::string> readRegularFile(const std::string& path, std::uint64_t maxBytes)
+{
+    std::uint64_t size = 0;
+    auto fd = openRegular(path, size);
+    if (!fd)
+        return fd.error();
+    const Closer closer{*fd};
+    if (size > maxBytes)
+        return Error{path, "is " + byteSizeText(size) + ", above the cap of " + byteSizeText(maxBytes)
+                               + " for this kind of file; refused"};
+    std::string contents(static_cast<std::size_t>(size), '\0');
+    if (auto read = readInto(*fd, path, contents); !read)
+        return read.error();
     return contents;
 }
 

@@ -22,6 +22,14 @@ inline constexpr std::uint64_t kMaxTrialsFileBytes = 16ull << 30; ///< a shard's
 /// cannot block the read.
 Result<std::string> readRegularFile(const std::string& path, std::uint64_t maxBytes);
 
+/// The first bytes of a regular file and its size, with the same refusals as readRegularFile (but
+/// no size cap: only `prefixBytes` are read), so a header can be checked before a large body is.
+struct FilePrefix {
+    std::string bytes;        ///< min(prefixBytes, size) bytes
+    std::uint64_t size = 0;   ///< the whole file's size
+};
+Result<FilePrefix> readRegularFilePrefix(const std::string& path, std::uint64_t prefixBytes);
+
 /// "16 MiB", "1.5 GiB": a byte count for messages.
 std::string byteSizeText(std::uint64_t bytes);
 

@@ -17,6 +17,8 @@ target_sources(kvlens_core PRIVATE
   io/safetensors.h
   io/tensor_file.cpp
   io/tensor_file.h
+  io/tensor_file_cache.cpp
+  io/tensor_file_cache.h
 )
 # .npz members are zip entries (stored, deflated, Zip64), read through Debian's libzip-dev.
 # Found through pkg-config, not find_package(libzip): Debian 12's libzip-config.cmake declares

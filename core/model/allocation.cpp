@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <utility>
 
@@ -56,15 +58,15 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
         if (j.contains("spec_hash")) {
             if (!j["spec_hash"].is_string())
                 throw Bad{"spec_hash", "must be a string of 16 hex digits"};
+            // Exactly 16 hex digits, as the advisor writes it: no sign, no "0x", no spaces (stoull took
+            // "-123..." and "0x..." and wrapped them).
             const std::string h = j["spec_hash"].get<std::string>();
-            std::size_t used = 0;
-            try {
-                out.specHash = std::stoull(h, &used, 16);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (h.size() != 16 || used != h.size())
-                throw Bad{"spec_hash", "must be a string of 16 hex digits"};
+            if (h.size() != 16 || !std::all_of(h.begin(), h.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+                throw Bad{"spec_hash", "must be a string of exactly 16 hex digits"};
+            out.specHash = 0;
+            for (const char c : h)
+                out.specHash = out.specHash * 16 + static_cast<std::uint64_t>(
+                                   c <= '9' ? c - '0' : (std::tolower(static_cast<unsigned char>(c)) - 'a' + 10));
         }
         for (const auto& [key, target] : {std::pair<const char*, double*>{"target_bits", &out.targetBits},
                                           {"bits", &out.bits},

@@ -97,6 +97,9 @@ struct ResultSet {
     /// The same hash per grid point (each from the FNV offset basis), for the trial cache; zeros
     /// for drawn data.
     std::vector<std::uint64_t> pointDataHashes;
+    /// Per grid point, the hash of the scored K, V, Q alone (no calibration rows): what a rerun of
+    /// the same cells with other schemes must read again (the advisor's check). Not persisted.
+    std::vector<std::uint64_t> pointScoredHashes;
     /// Trials taken from a trial cache instead of computed (runExperiment's `cache`).
     long long reusedTrials = 0;
 

@@ -5,10 +5,12 @@
 #include "core/common/format.h"
 #include "core/io/json_text.h"
 #include "core/io/tensor_file.h"
+#include "core/regimes/model_dump.h"
 
 #include <algorithm>
 #include <limits>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace kvlens {
@@ -220,31 +222,94 @@ Status checkText(const std::string& field, const std::string& text)
 
 } // namespace
 
-Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inputs)
+namespace {
+
+/// The checks of the fields a sweep value may change (sizes, score scale, the regime's parameters
+/// and rules, the schemes against d), on one point's spec. Spec-wide fields (names, seeds, budgets,
+/// comparisons) are checked once, on the base spec, not per value.
+Result<RegimeParams> checkPoint(const ExperimentSpec& spec, InputCheck inputs, bool checkSchemes)
 {
     using L = SpecLimits;
-    ExperimentSpec spec = given;
-    if (auto text = checkText("name", spec.name); !text)
-        return text.error();
-    if (auto text = checkText("device", spec.device); !text)
-        return text.error();
-    for (std::size_t i = 0; i < spec.schemes.size(); ++i) {
-        const std::string field = "schemes[" + std::to_string(i) + "]";
-        if (auto text = checkText(field + ".name", spec.schemes[i].name); !text)
-            return text.error();
-        if (auto text = checkText(field + ".description", spec.schemes[i].description); !text)
-            return text.error();
-    }
     if (spec.d < L::kMinD || spec.d > L::kMaxD)
         return outOfRange("d", L::kMinD, L::kMaxD, spec.d);
     if (spec.tokens < L::kMinTokens || spec.tokens > L::kMaxTokens)
         return outOfRange("tokens", L::kMinTokens, L::kMaxTokens, spec.tokens);
     if (spec.queries < L::kMinQueries || spec.queries > L::kMaxQueries)
         return outOfRange("queries", L::kMinQueries, L::kMaxQueries, spec.queries);
-    if (spec.calibrationTokens < 0 || spec.calibrationTokens > L::kMaxCalibration)
-        return outOfRange("calibration_tokens", 0, L::kMaxCalibration, spec.calibrationTokens);
     if (!std::isfinite(spec.scoreScale) || spec.scoreScale <= 0.0 || spec.scoreScale > L::kMaxScoreScale)
         return Error{"score_scale", "must be in (0, " + num(L::kMaxScoreScale) + "], got " + num(spec.scoreScale)};
+    if (spec.metrics.topK < 1 || spec.metrics.topK > spec.tokens)
+        return outOfRange("metrics.top_k", 1, spec.tokens, spec.metrics.topK);
+    const Regime* regime = findRegime(spec.regime);
+    if (!regime)
+        return Error{"regime.name", "unknown regime '" + spec.regime + "' (known: " + regimeNames() + ")"};
+    const DataShape shape{spec.d, spec.tokens, spec.queries, 0};
+    auto params = regime->normalize(spec.regimeParams, shape, inputs == InputCheck::Full);
+    if (!params)
+        return params.error();
+    if (checkSchemes)
+        for (std::size_t i = 0; i < spec.schemes.size(); ++i)
+            if (auto ok = validateScheme(spec.schemes[i], spec.budgets, spec.d, spec.schemeField(static_cast<int>(i)));
+                !ok)
+                return ok.error();
+    return params;
+}
+
+} // namespace
+
+/// An allocation file read into a model run's schemes must be of that model: every layer it lists
+/// is a layer of the dump, and it lists every layer of the dump.
+Status checkAllocationsFitDump(const ExperimentSpec& spec, InputCheck inputs)
+{
+    if (spec.regime != "model" || spec.schemeOrigins.allocations.empty() || inputs != InputCheck::Full)
+        return Ok{};
+    auto dump = inspectModelDump(paramText(spec.regimeParams, "file"));
+    if (!dump)
+        return dump.error();
+    for (const auto& a : spec.schemeOrigins.allocations) {
+        const std::set<int> layers(a.layers.begin(), a.layers.end());
+        for (std::size_t i = 0; i < a.layers.size(); ++i)
+            if (a.layers[i] >= dump->layers)
+                return Error{a.field + ".allocation",
+                             io::quoteName(a.path) + ": layers[" + std::to_string(i) + "].layer is "
+                                 + std::to_string(a.layers[i]) + " but the dump has layers 0.."
+                                 + std::to_string(dump->layers - 1) + ": the allocation was made for another model"};
+        for (int l = 0; l < dump->layers; ++l)
+            if (!layers.count(l))
+                return Error{a.field + ".allocation",
+                             io::quoteName(a.path) + " has no entry for layer " + std::to_string(l) + " of the dump's "
+                                 + std::to_string(dump->layers) + ": the allocation was made for another model"};
+    }
+    return Ok{};
+}
+
+std::string ExperimentSpec::schemeField(int index) const
+{
+    if (index >= 0 && static_cast<std::size_t>(index) < schemeOrigins.fields.size()
+        && !schemeOrigins.fields[static_cast<std::size_t>(index)].empty())
+        return schemeOrigins.fields[static_cast<std::size_t>(index)];
+    return "schemes[" + std::to_string(index) + "]";
+}
+
+Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inputs)
+{
+    using L = SpecLimits;
+    ExperimentSpec spec = given;
+    // Spec-wide fields first, once: an error in them is reported under their own name, never
+    // under the first sweep value that happened to reach them.
+    if (auto text = checkText("name", spec.name); !text)
+        return text.error();
+    if (auto text = checkText("device", spec.device); !text)
+        return text.error();
+    for (std::size_t i = 0; i < spec.schemes.size(); ++i) {
+        const std::string field = spec.schemeField(static_cast<int>(i));
+        if (auto text = checkText(field + ".name", spec.schemes[i].name); !text)
+            return text.error();
+        if (auto text = checkText(field + ".description", spec.schemes[i].description); !text)
+            return text.error();
+    }
+    if (spec.calibrationTokens < 0 || spec.calibrationTokens > L::kMaxCalibration)
+        return outOfRange("calibration_tokens", 0, L::kMaxCalibration, spec.calibrationTokens);
     if (spec.seedCount < 1 || spec.seedCount > L::kMaxSeeds)
         return outOfRange("seeds.count", 1, L::kMaxSeeds, spec.seedCount);
     // Seeds are first, first + 1, ...: the last must not wrap past 2^64 - 1 to 0.
@@ -254,23 +319,12 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
                                                          - static_cast<std::uint64_t>(spec.seedCount - 1))
                                         + " (the last seed would wrap past 2^64 - 1), got "
                                         + std::to_string(spec.firstSeed)};
-    if (spec.metrics.topK < 1 || spec.metrics.topK > spec.tokens)
-        return outOfRange("metrics.top_k", 1, spec.tokens, spec.metrics.topK);
     if (spec.metrics.sampleCap < 0 || spec.metrics.sampleCap > L::kMaxSampleCap)
         return outOfRange("metrics.sample_cap", 0, L::kMaxSampleCap, spec.metrics.sampleCap);
     if (!std::isfinite(spec.memoryLimitMb) || spec.memoryLimitMb < 0.0)
         return Error{"memory_limit_mb", "must be >= 0 (0 means half of physical memory), got " + num(spec.memoryLimitMb)};
 
-    const Regime* regime = findRegime(spec.regime);
-    if (!regime)
-        return Error{"regime.name", "unknown regime '" + spec.regime + "' (known: " + regimeNames() + ")"};
-    const DataShape shape{spec.d, spec.tokens, spec.queries, 0};
-    auto params = regime->normalize(spec.regimeParams, shape, inputs == InputCheck::Full);
-    if (!params)
-        return params.error();
-    spec.regimeParams = std::move(params).value();
-
-    // The sweep: known parameters, values that pass the same checks as the fields they set.
+    // The sweep's axes: known parameters, each once, values given, no value twice, a bounded grid.
     // Axes are kept sorted by name (as JSON objects are), so the grid order is canonical.
     std::sort(spec.sweep.begin(), spec.sweep.end(),
               [](const SweepAxis& a, const SweepAxis& b) { return a.name() < b.name(); });
@@ -284,48 +338,30 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
             return Error{field, "is swept twice"};
         if (axis.values.empty())
             return Error{field, "give at least one value"};
+        std::set<double> seenValues;
+        for (std::size_t k = 0; k < axis.values.size(); ++k)
+            if (!seenValues.insert(axis.values[k]).second) // a value twice runs its cells twice
+                return Error{field + "[" + std::to_string(k) + "]",
+                             "value " + num(axis.values[k]) + " is listed twice (each value runs once)"};
         points *= static_cast<long long>(axis.values.size());
         if (points > L::kMaxPoints)
             return Error{"sweep", "the grid has more than " + std::to_string(L::kMaxPoints) + " points"};
     }
-    if (!spec.sweep.empty()) {
-        ExperimentSpec base = spec;
-        base.sweep.clear();
-        for (const SweepAxis& axis : spec.sweep) {
-            for (std::size_t k = 0; k < axis.values.size(); ++k) {
-                ExperimentSpec one = base;
-                const double v = axis.values[k];
-                const std::string field = "sweep." + axis.name() + "[" + std::to_string(k) + "]";
-                applySweepValue(one, axis, v);
-                if (axis.parameter == SweepParameter::Budget && v != std::floor(v))
-                    return Error{field, "must be an integer in [2, 8], got " + num(v)};
-                if (axis.integral() && v != std::floor(v))
-                    return Error{field, "must be an integer, got " + num(v)};
-                if (axis.parameter == SweepParameter::Regime) {
-                    const Regime* r = findRegime(one.regime);
-                    const std::string& key = axis.regimeKey;
-                    const auto& descs = r ? r->params() : std::vector<ParamDesc>{};
-                    const auto it = std::find_if(descs.begin(), descs.end(), [&](const ParamDesc& p) { return p.key == key; });
-                    if (it == descs.end() || it->kind == ParamDesc::Kind::Choice || it->kind == ParamDesc::Kind::Text)
-                        return Error{"sweep." + axis.name(), "is not a numeric parameter of regime '" + one.regime + "'"};
-                }
-                auto checked = normalizeSpec(one, inputs);
-                if (!checked)
-                    return Error{field, checked.error().field + " " + checked.error().message};
-            }
-        }
-    }
-
     // Budget is already a trial dimension: a swept budget is the budget list.
     if (const auto it = std::find_if(spec.sweep.begin(), spec.sweep.end(),
                                      [](const SweepAxis& a) { return a.parameter == SweepParameter::Budget; });
         it != spec.sweep.end()) {
         spec.budgets.clear();
-        for (double v : it->values)
+        for (std::size_t k = 0; k < it->values.size(); ++k) {
+            const double v = it->values[k];
+            if (v != std::floor(v) || v < L::kMinBudget || v > L::kMaxBudget)
+                return Error{"sweep.budget[" + std::to_string(k) + "]",
+                             "must be an integer in [" + std::to_string(L::kMinBudget) + ", "
+                                 + std::to_string(L::kMaxBudget) + "], got " + num(v)};
             spec.budgets.push_back(static_cast<int>(v));
+        }
         spec.sweep.erase(it);
     }
-
     if (spec.budgets.empty())
         return Error{"budgets", "give at least one budget in [" + std::to_string(L::kMinBudget) + ", "
                                     + std::to_string(L::kMaxBudget) + "]"};
@@ -340,17 +376,15 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
     }
     if (spec.schemes.empty())
         return Error{"schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
-    std::set<std::string> seenNames;
+    std::map<std::string, std::size_t> seenNames;
     for (std::size_t i = 0; i < spec.schemes.size(); ++i) {
-        const std::string field = "schemes[" + std::to_string(i) + "]";
-        if (auto s = validateScheme(spec.schemes[i], spec.budgets, spec.d, field); !s)
-            return s.error();
-        if (!seenNames.insert(spec.schemes[i].name).second)
-            return Error{field, "scheme '" + spec.schemes[i].name + "' is listed twice"};
+        const auto [it, inserted] = seenNames.emplace(spec.schemes[i].name, i);
+        if (!inserted)
+            return Error{spec.schemeField(static_cast<int>(i)),
+                         "scheme '" + spec.schemes[i].name + "' is listed twice (first as "
+                             + spec.schemeField(static_cast<int>(it->second)) + ")"};
     }
-    auto knownScheme = [&](const std::string& name) {
-        return std::any_of(spec.schemes.begin(), spec.schemes.end(), [&](const SchemeConfig& c) { return c.name == name; });
-    };
+    auto knownScheme = [&](const std::string& name) { return seenNames.count(name) > 0; };
     for (std::size_t i = 0; i < spec.comparisons.pairs.size(); ++i) {
         const auto& [a, b] = spec.comparisons.pairs[i];
         const std::string field = "comparisons.pairs[" + std::to_string(i) + "]";
@@ -361,10 +395,49 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         if (a == b)
             return Error{field, "compares '" + a + "' with itself"};
     }
+    // Every pair of many schemes is a quadratic table (10^4 schemes: 5 x 10^7 rows): above a few
+    // dozen schemes the pairs to compare must be listed.
+    if (spec.comparisons.pairs.empty() && spec.schemes.size() > static_cast<std::size_t>(L::kMaxAllPairsSchemes))
+        return Error{"comparisons.pairs", "with " + std::to_string(spec.schemes.size()) + " schemes, comparing every "
+                                              "pair makes " + std::to_string(spec.schemes.size() * (spec.schemes.size() - 1) / 2)
+                                              + " rows per budget and grid point: list the pairs to compare (every "
+                                                "pair is compared for at most "
+                                              + std::to_string(L::kMaxAllPairsSchemes) + " schemes)"};
     if (spec.comparisons.bootstrap < 0 || spec.comparisons.bootstrap > L::kMaxResamples)
         return outOfRange("comparisons.bootstrap", 0, L::kMaxResamples, spec.comparisons.bootstrap);
     if (spec.comparisons.permutations < 0 || spec.comparisons.permutations > L::kMaxResamples)
         return outOfRange("comparisons.permutations", 0, L::kMaxResamples, spec.comparisons.permutations);
+
+    // The base point, then every swept value on it: only what that value can change is checked again.
+    ExperimentSpec base = spec;
+    base.sweep.clear();
+    auto params = checkPoint(base, inputs, true);
+    if (!params)
+        return params.error();
+    spec.regimeParams = std::move(params).value();
+    if (auto fits = checkAllocationsFitDump(spec, inputs); !fits)
+        return fits.error();
+    for (const SweepAxis& axis : spec.sweep) {
+        for (std::size_t k = 0; k < axis.values.size(); ++k) {
+            ExperimentSpec one = base;
+            const double v = axis.values[k];
+            const std::string field = "sweep." + axis.name() + "[" + std::to_string(k) + "]";
+            applySweepValue(one, axis, v);
+            if (axis.integral() && v != std::floor(v))
+                return Error{field, "must be an integer, got " + num(v)};
+            if (axis.parameter == SweepParameter::Regime) {
+                const Regime* r = findRegime(one.regime);
+                const std::string& key = axis.regimeKey;
+                const auto& descs = r ? r->params() : std::vector<ParamDesc>{};
+                const auto it = std::find_if(descs.begin(), descs.end(), [&](const ParamDesc& p) { return p.key == key; });
+                if (it == descs.end() || it->kind == ParamDesc::Kind::Choice || it->kind == ParamDesc::Kind::Text)
+                    return Error{"sweep." + axis.name(), "is not a numeric parameter of regime '" + one.regime + "'"};
+            }
+            auto checked = checkPoint(one, inputs, axis.parameter == SweepParameter::D);
+            if (!checked)
+                return Error{field, checked.error().field + " " + checked.error().message};
+        }
+    }
     return spec;
 }
 

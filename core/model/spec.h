@@ -91,6 +91,22 @@ struct ExperimentSpec {
     ComparisonOptions comparisons;
     double memoryLimitMb = 0.0;         ///< refuse runs estimated above this (0: half of physical memory)
     std::vector<SweepAxis> sweep;       ///< grid axes; the run is their Cartesian product (none: one point)
+    /// Where each scheme came from in the spec file, for error messages only.
+    struct SchemeOrigins {
+        /// Per scheme: "schemes[2]", or "schemes[1] (allocation.json: K3/V2)" for a scheme an allocation
+        /// file expanded to; empty entries read "schemes[i]".
+        std::vector<std::string> fields;
+        /// The allocation files the schemes came from, with the layers each lists, so that a model run
+        /// can refuse a file made for another model (a layer it lacks, or one of its layers missing).
+        struct Allocation {
+            std::string field; ///< "schemes[1]"
+            std::string path;
+            std::vector<int> layers; ///< in file order
+        };
+        std::vector<Allocation> allocations;
+        /// Not part of a run's identity: two specs that differ only here are the same run.
+        bool operator==(const SchemeOrigins&) const { return true; }
+    } schemeOrigins;
 
     bool operator==(const ExperimentSpec&) const = default;
 
@@ -114,6 +130,8 @@ struct ExperimentSpec {
     int calibrationRows() const;
     /// Total number of trials over every grid point.
     long long trialCount() const;
+    /// How an error names scheme `index`: its origin in the spec file, else "schemes[index]".
+    std::string schemeField(int index) const;
 };
 
 /// The default experiment (issue #3): gaussian, d = 128, N = 1024, Q = 64, KV, KQV, QKQV,
@@ -141,6 +159,8 @@ struct SpecLimits {
     static constexpr int kMaxSampleCap = 1 << 20;
     static constexpr int kMaxResamples = 1000000;
     static constexpr int kMaxPoints = 100000;
+    /// Most schemes compared all against all when comparisons.pairs is empty (2016 pairs).
+    static constexpr int kMaxAllPairsSchemes = 64;
 };
 
 } // namespace kvlens

@@ -9,6 +9,7 @@
 
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
+#include "core/io/tensor_file.h"
 #include "core/regimes/imported.h"
 
 #include <nlohmann/json.hpp>
@@ -255,7 +256,8 @@ SchemeConfig schemeFromJson(const json& j, const std::string& field)
 /// {"allocation": "allocation.json"}: the advisor's file, found beside the spec first, read back as
 /// one fixed-width scheme per distinct (k_bits, v_bits).
 std::vector<SchemeConfig> allocationSchemesFromJson(const json& j, const std::string& field,
-                                                    const std::string& baseDirectory)
+                                                    const std::string& baseDirectory,
+                                                    ExperimentSpec::SchemeOrigins::Allocation* read = nullptr)
 {
     checkKeys(j, field, {"allocation"});
     const std::string name = getString(j["allocation"], field + ".allocation");
@@ -269,6 +271,12 @@ std::vector<SchemeConfig> allocationSchemesFromJson(const json& j, const std::st
     auto file = allocationFromJson(*text);
     if (!file)
         throw FieldError{field + ".allocation", path.string() + ": " + file.error().text()};
+    if (read) {
+        read->field = field;
+        read->path = path.string();
+        for (const AllocationEntry& e : file->entries)
+            read->layers.push_back(e.layer);
+    }
     return allocationSchemes(*file);
 }
 
@@ -349,8 +357,16 @@ void addModelCells(ExperimentSpec& s, const std::vector<std::pair<std::string, j
             for (int i = 0; i < count; ++i)
                 axis.values.push_back(i);
         } else if (value.is_array() && !value.empty()) {
-            for (std::size_t i = 0; i < value.size(); ++i)
-                axis.values.push_back(getInt(value[i], field + "[" + std::to_string(i) + "]", 0, 1 << 16));
+            std::set<int> seen;
+            for (std::size_t i = 0; i < value.size(); ++i) {
+                const std::string entry = field + "[" + std::to_string(i) + "]";
+                const int index = getInt(value[i], entry, 0, 1 << 16);
+                // A cell listed twice would run twice: every map row repeated, Holm's family doubled.
+                if (!seen.insert(index).second)
+                    throw FieldError{entry, std::string(key == "layers" ? "layer " : "head ") + std::to_string(index)
+                                                + " is listed twice"};
+                axis.values.push_back(index);
+            }
         } else {
             throw FieldError{field, "must be \"all\" or a non-empty array of indices, got " + io::describeJson(value)};
         }
@@ -425,11 +441,20 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
         for (std::size_t i = 0; i < list.size(); ++i) {
             const std::string field = "schemes[" + std::to_string(i) + "]";
             if (list[i].is_object() && list[i].contains("allocation")) {
-                for (const SchemeConfig& c : allocationSchemesFromJson(list[i], field, baseDirectory))
+                ExperimentSpec::SchemeOrigins::Allocation read;
+                const auto expanded = allocationSchemesFromJson(list[i], field, baseDirectory, &read);
+                s.schemeOrigins.allocations.push_back(std::move(read));
+                for (const SchemeConfig& c : expanded) {
                     s.schemes.push_back(c);
+                    // Errors about an expanded scheme name the user's entry, not the expanded index.
+                    s.schemeOrigins.fields.push_back(
+                        field + " (" + io::quoteName(getString(list[i]["allocation"], field + ".allocation")) + ": "
+                        + c.name + ")");
+                }
                 continue;
             }
             s.schemes.push_back(schemeFromJson(list[i], field));
+            s.schemeOrigins.fields.push_back(field);
         }
     } else {
         s.schemes = defaultSpec().schemes;

@@ -4,6 +4,7 @@
 
 #include "core/common/format.h"
 #include "core/io/tensor_file.h"
+#include "core/io/tensor_file_cache.h"
 
 #include <algorithm>
 #include <array>
@@ -60,51 +61,6 @@ std::int64_t index(const RegimeParams& params, std::string_view key)
     return static_cast<std::int64_t>(paramNumber(params, key));
 }
 
-/// The identity of a file's current contents as the file system tells it: a replaced or
-/// rewritten file gets another key (inode, size, modification time in nanoseconds).
-std::string fileIdentity(const std::string& path)
-{
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0)
-        return {};
-    return path + '\n' + std::to_string(st.st_ino) + '\n' + std::to_string(st.st_size) + '\n'
-           + std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
-}
-
-/// Parsed headers of the last files inspected: a header with a million metadata keys is parsed
-/// once, not once for each tensor, normalization and trial group (32 s before, for such a file).
-struct HeaderCache {
-    std::mutex mutex;
-    std::map<std::string, io::TensorFileInfo> entries;
-    std::atomic<long long> parses{0};
-};
-
-HeaderCache& headers()
-{
-    static HeaderCache cache;
-    return cache;
-}
-
-Result<io::TensorFileInfo> inspectCached(const std::string& path)
-{
-    HeaderCache& c = headers();
-    const std::string key = fileIdentity(path);
-    {
-        const std::lock_guard lock(c.mutex);
-        if (auto it = c.entries.find(key); !key.empty() && it != c.entries.end())
-            return it->second;
-    }
-    c.parses.fetch_add(1);
-    auto file = io::inspectTensorFile(path);
-    if (file && !key.empty()) {
-        const std::lock_guard lock(c.mutex);
-        if (c.entries.size() >= 8)
-            c.entries.clear();
-        c.entries.emplace(key, *file);
-    }
-    return file;
-}
-
 Result<Resolved> resolveOne(const ImportSource& source, const RegimeParams& params, std::int64_t head)
 {
     // Devices, FIFOs and folders are refused before opening: reading /dev/stdin would block.
@@ -112,18 +68,14 @@ Result<Resolved> resolveOne(const ImportSource& source, const RegimeParams& para
     if (!fs::is_regular_file(source.path, ec))
         return Error{source.path == paramText(params, "file") ? "regime.file" : source.field,
                      source.path + (fs::exists(source.path, ec) ? ": not a regular file" : ": no such file")};
-    auto file = inspectCached(source.path);
-    if (!file)
-        return Error{source.path == paramText(params, "file") ? "regime.file" : source.field, file.error().text()};
+    auto cached = io::inspectTensorFileCached(source.path);
+    if (!cached)
+        return Error{source.path == paramText(params, "file") ? "regime.file" : source.field, cached.error().text()};
+    const io::TensorFileInfo* file = &(*cached)->info;
     const auto& tensors = file->tensors;
-    const io::TensorInfo* info = nullptr;
-    if (file->format == "npy") {
-        info = tensors.empty() ? nullptr : &tensors.front();
-    } else {
-        for (const auto& t : tensors)
-            if (t.name == source.name)
-                info = &t;
-    }
+    // By name through the index: a dump of 10^5 layers is not searched linearly per cell.
+    const io::TensorInfo* info = file->format == "npy" ? (tensors.empty() ? nullptr : &tensors.front())
+                                                        : (*cached)->find(source.name);
     if (!info)
         return Error{source.field, "no tensor " + io::quoteName(source.name) + " in " + source.path + " (it has: "
                                        + io::tensorNameList(tensors) + ")"};
@@ -208,7 +160,7 @@ class SliceCache {
 public:
     Result<std::shared_ptr<const io::Tensor>> get(const Resolved& r, double maxMb)
     {
-        std::string key = fileIdentity(r.source.path) + '\n' + r.info.name;
+        std::string key = io::fileIdentity(r.source.path) + '\n' + r.info.name;
         for (const std::int64_t i : r.slice.leading)
             key += ',' + std::to_string(i);
         {
@@ -249,8 +201,12 @@ SliceCache& cache()
     return instance;
 }
 
-/// The [rows x d] slice as read, refused when any value in it is NaN or Inf or a row's squared
-/// norm overflows float32.
+/// fp16's largest finite value: a key or value norm (or entry) above it is stored as Inf by the
+/// codecs that keep norms or values in fp16, and the trial's KL turns NaN.
+constexpr double kFp16Max = 65504.0;
+
+/// The [rows x d] slice as read, refused when any value in it is NaN or Inf, a row's squared
+/// norm overflows float32, or (keys and values, which the cache stores) a row's norm exceeds fp16.
 Result<RowMatrixXf> sliceRows(const io::Tensor& t, const Resolved& r)
 {
     const float* data = t.data.data();
@@ -280,6 +236,26 @@ Result<RowMatrixXf> sliceRows(const io::Tensor& t, const Resolved& r)
                                              + " whose squared norm overflows float32 (above 3.4e38) in the selected "
                                                "slice, the first at row "
                                              + shapeText(at) + "; import refused (rescale the tensor)"};
+        }
+        if (r.source.field != "regime.q") {
+            long long beyond = 0, firstBeyond = -1;
+            for (Eigen::Index i = 0; i < rows; ++i) {
+                double norm2 = 0.0;
+                for (Eigen::Index c = 0; c < d; ++c)
+                    norm2 += static_cast<double>(data[i * d + c]) * data[i * d + c];
+                if (norm2 > kFp16Max * kFp16Max && beyond++ == 0)
+                    firstBeyond = i;
+            }
+            if (beyond > 0) {
+                std::vector<std::int64_t> at = r.slice.leading;
+                at.push_back(firstBeyond);
+                return Error{r.source.field, r.source.path + ": tensor " + io::quoteName(t.name) + " has "
+                                                 + std::to_string(beyond) + " row" + (beyond == 1 ? "" : "s")
+                                                 + " whose norm exceeds fp16's largest value 65504 in the selected "
+                                                   "slice, the first at row "
+                                                 + shapeText(at) + ": the cache's fp16 norms and values would store "
+                                                   "it as Inf; import refused (rescale the tensor)"};
+            }
         }
     }
     if (bad > 0) {
@@ -481,13 +457,12 @@ Result<SliceIndex> sliceFor(const std::vector<std::int64_t>& shape, std::int64_t
 void clearImportCache()
 {
     cache().clear();
-    const std::lock_guard lock(headers().mutex);
-    headers().entries.clear();
+    io::clearTensorFileCache();
 }
 
 long long importHeaderParses()
 {
-    return headers().parses.load();
+    return io::tensorHeaderParses();
 }
 
 } // namespace kvlens

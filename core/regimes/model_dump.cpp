@@ -5,11 +5,13 @@
 
 #include "core/common/format.h"
 #include "core/io/tensor_file.h"
+#include "core/io/tensor_file_cache.h"
 #include "core/regimes/imported.h"
 
 #include <algorithm>
 #include <optional>
-#include <regex>
+#include <memory>
+#include <mutex>
 #include <set>
 
 namespace kvlens {
@@ -36,23 +38,78 @@ std::string ModelDump::tensorName(int layer, char kind) const
     return perLayer ? "layers." + std::to_string(layer) + "." + kind : std::string(1, kind);
 }
 
-Result<ModelDump> inspectModelDump(const std::string& path, const std::string& field)
+namespace {
+
+/// Largest layer index a dump may name: the model regime's `layer` parameter range.
+constexpr int kMaxDumpLayer = (1 << 16) - 1;
+
+/// A per-layer tensor name `layers.{L}.{k|v|q}` split into its layer and kind, without exceptions
+/// or overflow: digits only, no sign, no leading zero (so "layers.07.k" cannot alias layer 7), at
+/// most 6 of them. nullopt for any other name; `tooLarge` set for a well-formed name whose index
+/// exceeds kMaxDumpLayer.
+std::optional<std::pair<int, char>> parseLayerName(std::string_view name, bool& tooLarge)
 {
-    auto file = io::inspectTensorFile(path);
-    if (!file)
-        return Error{field, file.error().text()};
+    constexpr std::string_view prefix = "layers.";
+    tooLarge = false;
+    if (name.size() < prefix.size() + 3 || name.substr(0, prefix.size()) != prefix)
+        return std::nullopt;
+    const std::string_view rest = name.substr(prefix.size());
+    const std::size_t dot = rest.find('.');
+    if (dot == std::string_view::npos || dot == 0 || rest.size() != dot + 2)
+        return std::nullopt;
+    const char kind = rest[dot + 1];
+    if (kind != 'k' && kind != 'v' && kind != 'q')
+        return std::nullopt;
+    const std::string_view digits = rest.substr(0, dot);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    if (digits.size() > 1 && digits[0] == '0')
+        return std::nullopt;
+    if (digits.size() > 6) {
+        tooLarge = true;
+        return std::nullopt;
+    }
+    int layer = 0;
+    for (const char c : digits)
+        layer = layer * 10 + (c - '0');
+    if (layer > kMaxDumpLayer) {
+        tooLarge = true;
+        return std::nullopt;
+    }
+    return std::make_pair(layer, kind);
+}
+
+/// Inspected dumps per file identity (a 10^5-layer dump is checked once, not per cell).
+struct DumpCache {
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<const Result<ModelDump>>> entries;
+};
+
+DumpCache& dumpCache()
+{
+    static DumpCache cache;
+    return cache;
+}
+
+Result<ModelDump> inspectUncached(const std::string& path, const std::string& field,
+                                  const io::CachedTensorFile& cached)
+{
+    const io::TensorFileInfo& info = cached.info;
     ModelDump dump;
     dump.path = path;
-    dump.metadata = file->metadata;
-    std::map<std::string, const io::TensorInfo*> byName;
-    for (const auto& t : file->tensors)
-        byName[t.name] = &t;
-    const std::regex perLayer(R"(layers\.(\d+)\.([kvq]))");
-    int maxLayer = -1;
-    for (const auto& t : file->tensors) {
-        std::smatch m;
-        if (std::regex_match(t.name, m, perLayer))
-            maxLayer = std::max(maxLayer, std::stoi(m[1].str()));
+    dump.metadata = info.metadata;
+    // Layers are counted from the names the file holds, checked while scanning: a single tensor
+    // named layers.2147483647.k must not make the dump "have" 2^31 layers.
+    std::map<int, int> kinds; // layer -> bit mask of k (1), v (2), q (4) present
+    for (const auto& t : info.tensors) {
+        bool tooLarge = false;
+        const auto parsed = parseLayerName(t.name, tooLarge);
+        if (tooLarge)
+            return Error{field, path + ": tensor " + io::quoteName(t.name) + " names a layer above "
+                                       + std::to_string(kMaxDumpLayer) + " (a dump's layers are 0.."
+                                       + std::to_string(kMaxDumpLayer) + ")"};
+        if (parsed)
+            kinds[parsed->first] |= parsed->second == 'k' ? 1 : parsed->second == 'v' ? 2 : 4;
     }
     struct Expected {
         std::string name;
@@ -60,34 +117,38 @@ Result<ModelDump> inspectModelDump(const std::string& path, const std::string& f
         char kind;
     };
     std::vector<Expected> expected;
-    if (maxLayer >= 0) {
+    if (!kinds.empty()) {
         dump.perLayer = true;
-        dump.layers = maxLayer + 1;
+        int next = 0;
+        for (const auto& [layer, mask] : kinds) {
+            if (layer != next)
+                return Error{field, path + ": layer " + std::to_string(next) + " has no tensor, but layer "
+                                           + std::to_string(layer) + " has: a dump's layers are 0..N-1 without gaps"};
+            ++next;
+        }
+        dump.layers = next;
         for (int l = 0; l < dump.layers; ++l)
             for (char kind : {'k', 'v', 'q'})
                 expected.push_back({dump.tensorName(l, kind), l, kind});
-    } else if (byName.count("k") && byName.count("v") && byName.count("q")) {
+    } else if (cached.find("k") && cached.find("v") && cached.find("q")) {
         dump.perLayer = false;
         for (char kind : {'k', 'v', 'q'})
             expected.push_back({std::string(1, kind), -1, kind});
     } else {
-        std::string names;
-        for (const auto& t : file->tensors)
-            names += (names.empty() ? "" : ", ") + t.name;
         return Error{field, path + ": not a model dump: it needs tensors layers.{L}.k, layers.{L}.v, layers.{L}.q "
                                    "([batch, heads, tokens, head_dim]) or rank-5 k, v, q ([layers, batch, heads, "
-                                   "tokens, head_dim]); it has: " + (names.empty() ? "none" : names)};
+                                   "tokens, head_dim]); it has: " + io::tensorNameList(info.tensors)};
     }
     const std::size_t rank = dump.perLayer ? 4 : 5;
     // The first K and the first Q set the shape every other tensor of its kind must have.
     const io::TensorInfo* firstKv = nullptr;
     const io::TensorInfo* firstQ = nullptr;
     for (const Expected& e : expected) {
-        const auto it = byName.find(e.name);
-        if (it == byName.end())
+        const io::TensorInfo* found = cached.find(e.name);
+        if (!found)
             return Error{field, path + ": tensor " + quoted(e.name) + " is missing (a dump holds k, v and q for every "
                                        "layer 0.." + std::to_string(dump.layers - 1) + ")"};
-        const io::TensorInfo& t = *it->second;
+        const io::TensorInfo& t = *found;
         if (t.shape.size() != rank)
             return Error{field, path + ": tensor " + quoted(t.name) + " has shape " + shapeText(t.shape) + "; expected "
                                        + (dump.perLayer ? "[batch, heads, tokens, head_dim]"
@@ -131,6 +192,30 @@ Result<ModelDump> inspectModelDump(const std::string& path, const std::string& f
                                    + " heads, not a multiple of the " + std::to_string(dump.kvHeads) + " K/V heads of "
                                    + quoted(firstKv->name) + " (grouped-query attention needs Q heads = groups x K/V heads)"};
     return dump;
+}
+
+} // namespace
+
+Result<ModelDump> inspectModelDump(const std::string& path, const std::string& field)
+{
+    auto cached = io::inspectTensorFileCached(path);
+    if (!cached)
+        return Error{field, cached.error().text()};
+    DumpCache& c = dumpCache();
+    const std::string& key = (*cached)->identity;
+    if (!key.empty()) {
+        const std::lock_guard lock(c.mutex);
+        if (const auto it = c.entries.find(key + '\n' + field); it != c.entries.end())
+            return *it->second;
+    }
+    auto result = std::make_shared<const Result<ModelDump>>(inspectUncached(path, field, **cached));
+    if (!key.empty()) {
+        const std::lock_guard lock(c.mutex);
+        if (c.entries.size() >= 8)
+            c.entries.clear();
+        c.entries.emplace(key + '\n' + field, result);
+    }
+    return *result;
 }
 
 namespace {
