@@ -249,6 +249,32 @@ def main():
     write("spec_int_overflow.json", b'{"d": 1e308}')
     write("spec_control_name.json", b'{"name": "run\\u001b[2J\\r"}')
 
+    # ---- Hostile model dumps (layers.{L}.k/v/q, [batch, heads, tokens, head_dim]) ---------------
+    # Each one tensor-light: the layer count must come from what the file holds, not from a name.
+    def dump_entries(layers, tokens=4, hd=4, dtype="F32", scale=1.0, poison=None):
+        entries = []
+        for l in layers:
+            for kind in "kvq":
+                values = [((l * 5 + "kvq".index(kind) * 7 + i) % 9 - 4) * 0.25 * scale for i in range(tokens * hd)]
+                if poison and poison[0] == (l, kind):
+                    values[poison[1]] = poison[2]
+                code = "f" if dtype == "F32" else "e"
+                entries.append(("layers.%d.%s" % (l, kind), dtype, [1, 1, tokens, hd], pack(values, code)))
+        return entries
+    one = dump_entries([0])
+    tail = one[0][3]
+    write("dump_layer_index_huge.safetensors", safetensors(
+        [("layers.20000000.k", "F32", [1, 1, 4, 4], tail)]))
+    write("dump_layer_index_int_max.safetensors", safetensors(
+        [("layers.2147483647.k", "F32", [1, 1, 4, 4], tail)]))
+    write("dump_layer_index_20_digits.safetensors", safetensors(
+        [("layers.18446744073709551616.k", "F32", [1, 1, 4, 4], tail)]))
+    write("dump_layer_gap.safetensors", safetensors(dump_entries([0, 2])))
+    write("dump_1000_layers.safetensors", safetensors(dump_entries(range(1000), tokens=1, hd=4, dtype="F16")))
+    # A key entry of 1e18 in an F32 dump: finite, squared norms fit float32, but fp16 norms would
+    # store it as Inf and the trial's KL would be NaN (which once span the statistics forever).
+    write("dump_fp16_overflow.safetensors", safetensors(dump_entries([0, 1], tokens=8, hd=4, poison=((1, "k"), 5, 1e18))))
+
     # ---- K/V/Q example: heads x tokens x head_dim = 2 x 64 x 32, float32 ---------------------
     shape = [2, 64, 32]
     n = product(shape)

@@ -46,20 +46,34 @@ QStringList fileSet(const QString& dir)
 }
 
 /// The files tests/data/README.md lists under "Files that must be rejected": its table's first column.
-QStringList rejectedCorpusFiles()
+/// The rows of the corpus README's section `heading` (up to the next "## "): file name and its last
+/// column (what the error must contain).
+QList<QPair<QString, QString>> corpusRows(const QString& heading)
 {
     QFile f(QStringLiteral(KVLENS_TEST_DATA_DIR "/README.md"));
     if (!f.open(QIODevice::ReadOnly))
         return {};
     const QString text = QString::fromUtf8(f.readAll());
-    const qsizetype from = text.indexOf(QLatin1String("## Files that must be rejected"));
+    const qsizetype from = text.indexOf(heading);
     if (from < 0)
         return {};
+    const qsizetype to = text.indexOf(QLatin1String("\n## "), from + 1);
+    QList<QPair<QString, QString>> rows;
+    static const QRegularExpression row(
+        QStringLiteral("^\\| `([^`]+\\.(?:npy|npz|safetensors))` \\|.*\\| `?([^`|]*)`? \\|$"),
+        QRegularExpression::MultilineOption);
+    for (auto it = row.globalMatch(text.mid(from, to < 0 ? -1 : to - from)); it.hasNext();) {
+        const auto m = it.next();
+        rows.append({m.captured(1), m.captured(2).trimmed()});
+    }
+    return rows;
+}
+
+QStringList rejectedCorpusFiles()
+{
     QStringList files;
-    static const QRegularExpression row(QStringLiteral("^\\| `([^`]+\\.(?:npy|npz|safetensors))` \\|"),
-                                        QRegularExpression::MultilineOption);
-    for (auto it = row.globalMatch(text.mid(from)); it.hasNext();)
-        files << it.next().captured(1);
+    for (const auto& [file, mention] : corpusRows(QStringLiteral("## Files that must be rejected")))
+        files << file;
     return files;
 }
 
@@ -363,6 +377,37 @@ private slots:
         QVERIFY2(r.err.contains(file.toUtf8()), r.err.constData()); // the file is named
         QVERIFY2(r.err.contains("regime.file"), r.err.constData());  // and the spec field that led to it
         QVERIFY(r.out.isEmpty());
+        QVERIFY(!QDir(out).exists());
+    }
+
+    void hostileModelDumpsAreRefusedInOneLine_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("mention");
+        const auto rows = corpusRows(QStringLiteral("## Hostile model dumps"));
+        QVERIFY2(rows.size() >= 5, "the corpus README's hostile dump table was not found or is short");
+        for (const auto& [file, mention] : rows)
+            if (!mention.startsWith(QStringLiteral("—"))) // "— (loads)": valid files
+                QTest::newRow(qPrintable(file)) << file << mention;
+    }
+    void hostileModelDumpsAreRefusedInOneLine()
+    {
+        // Each through the model regime, every cell of it, as a user's map spec would.
+        QFETCH(QString, file);
+        QFETCH(QString, mention);
+        QTemporaryDir dir;
+        const QString path = QStringLiteral(KVLENS_TEST_DATA_DIR "/") + file;
+        const QByteArray json = "{\"regime\": {\"name\": \"model\", \"file\": \"" + path.toUtf8()
+                                + "\", \"layers\": \"all\", \"heads\": \"all\", \"causal\": \"off\"}, \"d\": 4, "
+                                  "\"tokens\": 4, \"queries\": 4, \"metrics\": {\"top_k\": 1}, \"schemes\": [\"KV\"], "
+                                  "\"budgets\": [2], \"seeds\": {\"count\": 1}}";
+        const QString spec = writeFile(dir.filePath(QStringLiteral("spec.json")), json);
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), out, QStringLiteral("--quiet")});
+        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(r.err.count('\n'), 1);
+        QVERIFY2(r.err.contains(file.toUtf8()), r.err.constData());
+        QVERIFY2(r.err.contains(mention.toUtf8()), r.err.constData());
         QVERIFY(!QDir(out).exists());
     }
 };
