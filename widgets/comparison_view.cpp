@@ -30,14 +30,20 @@ struct Column {
 const Column kColumns[] = {
     {"A", "First scheme of the pair."},
     {"B", "Second scheme of the pair."},
-    {"n", "Bit budget (bits per coordinate)."},
-    {"queries", "Queries per scheme (pooled over seeds)."},
+    {"n", "Nominal budget n of both (a/b: two nominal budgets whose exact bits per coordinate match)."},
+    {"seeds", "The statistical unit: seeds both schemes hold. The queries of a seed share its draw, so the seed is "
+              "the independent replication."},
     {"KL ratio", "Median per-query KL of A divided by that of B: below 1, A does less damage."},
-    {"95% interval", "Percentile bootstrap interval of the KL ratio (paired: the same queries under both)."},
-    {"test", "Wilcoxon signed-rank on paired queries, Mann-Whitney U otherwise."},
-    {"p", "Two-sided p-value of the test."},
-    {"p (Holm)", "p adjusted by Holm's step-down method across the whole table."},
-    {"r", "Rank-biserial correlation P(KL_A < KL_B) - P(KL_A > KL_B): positive when A does less damage."},
+    {"95% interval", "Bootstrap interval of the KL ratio that resamples seeds (and queries too when the queries are "
+                     "fixed items of an imported or model regime)."},
+    {"test", "Exact Wilcoxon signed-rank over the seeds on each seed's log median-KL ratio; blank when no test "
+             "applies (see status)."},
+    {"p", "Two-sided seed-level p-value; with k seeds it cannot be below 2/2^k."},
+    {"p (Holm)", "p adjusted by Holm's step-down method across the table's tested rows."},
+    {"status", "tested; identical (the same per-query KL: nothing to test); degenerate (KL = 0 exactly); "
+               "untestable (one seed)."},
+    {"r (queries)", "Secondary, query level: rank-biserial P(KL_A < KL_B) - P(KL_A > KL_B), positive when A does less "
+                    "damage (queries treated as independent)."},
     {"KS D", "Largest gap between the two KL distribution functions (two-sample Kolmogorov-Smirnov)."},
     {"KS p", "Asymptotic Kolmogorov-Smirnov p-value."},
     {"energy", "Energy distance between the two schemes' 6D trial points (standardized coordinates)."},
@@ -129,17 +135,35 @@ void ComparisonView::redraw()
         m_budget->setCurrentIndex(at >= 0 ? at : 0);
     }
     const int budget = m_budget->currentData().toInt();
-    QVector<double> sigX, sigY, sigLow, sigHigh, nsX, nsY, nsLow, nsHigh;
+    QVector<double> sigX, sigY, sigLow, sigHigh, nsX, nsY, nsLow, nsHigh, idX, idY, idLow, idHigh;
     QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
     int row = 0;
     for (const stats::ComparisonRow& c : *data().comparisons) {
         if (c.point != currentPoint() || (budget != 0 && c.budget != budget))
             continue;
-        if (!(c.medianKlRatio > 0.0))
-            continue;
         const double y = -row; // first comparison on top
-        labels->addTick(y, QStringLiteral("%1 vs %2, n=%3").arg(schemeName(c.schemeA), schemeName(c.schemeB)).arg(c.budget));
-        const bool significant = c.pHolm.p < 0.05;
+        const QString n = c.kind == stats::ComparisonKind::EqualBits ? QStringLiteral("%1/%2").arg(c.budget).arg(c.budgetB)
+                                                                      : QString::number(c.budget);
+        QString label = QStringLiteral("%1 vs %2, n=%3").arg(schemeName(c.schemeA), schemeName(c.schemeB), n);
+        // Not a test: identical pairs sit at 1 as open circles, degenerate ones are named, not drawn.
+        if (c.status == stats::ComparisonStatus::Identical) {
+            labels->addTick(y, label + QStringLiteral(" (identical)"));
+            idX.push_back(1.0);
+            idY.push_back(y);
+            idLow.push_back(0.0);
+            idHigh.push_back(0.0);
+            ++row;
+            continue;
+        }
+        if (c.status == stats::ComparisonStatus::Degenerate || !(c.medianKlRatio > 0.0)) {
+            labels->addTick(y, label + QStringLiteral(" (degenerate: KL = 0)"));
+            ++row;
+            continue;
+        }
+        if (c.status == stats::ComparisonStatus::Untestable)
+            label += QStringLiteral(" (1 seed)");
+        labels->addTick(y, label);
+        const bool significant = c.status == stats::ComparisonStatus::Tested && c.pHolm.p < 0.05;
         (significant ? sigX : nsX).push_back(c.medianKlRatio);
         (significant ? sigY : nsY).push_back(y);
         (significant ? sigLow : nsLow).push_back(c.medianKlRatio - std::max(c.ratioLow, c.medianKlRatio * 1e-3));
@@ -176,8 +200,15 @@ void ComparisonView::redraw()
         bars->setData(lo, hi);
         bars->setPen(QPen(color, 1.2));
     };
-    add(QStringLiteral("Holm p < 0.05"), seriesColor(0), sigX, sigY, sigLow, sigHigh);
+    add(QStringLiteral("Holm p < 0.05 (seeds)"), seriesColor(0), sigX, sigY, sigLow, sigHigh);
     add(QStringLiteral("not significant"), QColor(0x88, 0x88, 0x88), nsX, nsY, nsLow, nsHigh);
+    if (!idX.isEmpty()) {
+        QCPGraph* g = m_plot->addScatterSeries(QStringLiteral("identical KL (not tested)"), QColor(0x55, 0x55, 0x55),
+                                               QCPScatterStyle::ssCircle, 8.0);
+        g->data()->clear();
+        for (int i = 0; i < idX.size(); ++i)
+            g->addData(idX[i], idY[i]);
+    }
     m_plot->xAxis->rescale();
     const QCPRange xr = m_plot->xAxis->range();
     m_plot->xAxis->setRange(std::min(xr.lower, 1.0) / 1.5, std::max(xr.upper, 1.0) * 1.5);
@@ -212,7 +243,7 @@ void ComparisonView::fillProxyTable()
         }
         for (int p = 0; p < stats::kProxyCount; ++p) {
             const double rho = r.rho[static_cast<std::size_t>(p)];
-            auto* item = new QTableWidgetItem(std::isfinite(rho) ? QString::number(rho, 'f', 3) : QStringLiteral("-"));
+            auto* item = new QTableWidgetItem(std::isfinite(rho) ? QString::number(rho, 'f', 3) : QStringLiteral("undefined"));
             item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             if (p == best) {
                 QFont bold = item->font();
@@ -246,16 +277,24 @@ void ComparisonView::fillTable()
         int col = 0;
         m_table->setItem(i, col++, text(schemeName(c.schemeA)));
         m_table->setItem(i, col++, text(schemeName(c.schemeB)));
-        m_table->setItem(i, col++, number(c.budget));
-        m_table->setItem(i, col++, number(static_cast<double>(c.queries)));
+        m_table->setItem(i, col++, c.kind == stats::ComparisonKind::EqualBits
+                                       ? text(QStringLiteral("%1/%2").arg(c.budget).arg(c.budgetB))
+                                       : number(c.budget));
+        m_table->setItem(i, col++, number(c.units));
         m_table->setItem(i, col++, number(c.medianKlRatio));
-        m_table->setItem(i, col++, text(QStringLiteral("[%1, %2]").arg(c.ratioLow, 0, 'g', 3).arg(c.ratioHigh, 0, 'g', 3)));
+        const bool tested = c.status == stats::ComparisonStatus::Tested;
+        const bool drawn = c.status != stats::ComparisonStatus::Identical && c.status != stats::ComparisonStatus::Degenerate;
+        m_table->setItem(i, col++, text(drawn ? QStringLiteral("[%1, %2]").arg(c.ratioLow, 0, 'g', 3).arg(c.ratioHigh, 0, 'g', 3)
+                                              : QString()));
         m_table->setItem(i, col++, text(QString::fromStdString(c.test)));
-        m_table->setItem(i, col++, text(pText(c.p)));
-        auto* holm = text(pText(c.pHolm));
-        if (c.pHolm.p < 0.05)
+        m_table->setItem(i, col++, text(tested ? pText(c.p) : QStringLiteral("-")));
+        auto* holm = text(tested ? pText(c.pHolm) : QStringLiteral("-"));
+        if (tested && c.pHolm.p < 0.05)
             holm->setForeground(seriesColor(0).darker(130));
         m_table->setItem(i, col++, holm);
+        auto* status = text(QString::fromLatin1(stats::comparisonStatusName(c.status).data()));
+        status->setToolTip(QString::fromStdString(c.statusNote));
+        m_table->setItem(i, col++, status);
         m_table->setItem(i, col++, number(c.rankBiserial, 3));
         m_table->setItem(i, col++, number(c.ksD, 3));
         m_table->setItem(i, col++, text(pText(c.ksP)));

@@ -5,6 +5,10 @@
 
 #include "core/model/grid.h"
 
+#include "core/common/math_policy.h"
+
+#include <boost/math/distributions/students_t.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -27,7 +31,9 @@ Interval seedInterval(std::span<const double> perSeed)
     double ss = 0.0;
     for (double v : perSeed)
         ss += (v - out.mean) * (v - out.mean);
-    const double half = out.n > 1 ? 1.959963984540054 * std::sqrt(ss / (out.n - 1) / out.n) : 0.0;
+    // Student's t with n - 1 degrees of freedom: with 4 or 8 seeds the normal 1.96 is 14-30 % too narrow.
+    const double t = out.n > 1 ? boost::math::quantile(boost::math::students_t_distribution<double, MathPolicy>(out.n - 1), 0.975) : 0.0;
+    const double half = out.n > 1 ? t * std::sqrt(ss / (out.n - 1) / out.n) : 0.0;
     out.low = out.mean - half;
     out.high = out.mean + half;
     return out;

@@ -11,7 +11,8 @@
 
 namespace kvlens {
 
-/// A mean with a 95% normal interval over seeds: mean +- 1.96 sd / sqrt(n) (n = 1: no width).
+/// A mean with a 95% interval over seeds, the unit of replication: mean +- t(0.975, n - 1) sd / sqrt(n)
+/// (Student's t; n = 1: no width).
 struct Interval {
     double mean = 0.0, low = 0.0, high = 0.0;
     int n = 0;

@@ -105,7 +105,11 @@ std::string proxiesText(const std::vector<ProxyRow>& rows)
         int best = -1;
         for (int p = 0; p < kProxyCount; ++p) {
             const double rho = r.rho[static_cast<std::size_t>(p)];
-            std::snprintf(line, sizeof line, " %14.3f", rho);
+            // A rho of a constant proxy (or of too few queries) is undefined, and printed as such.
+            if (std::isfinite(rho))
+                std::snprintf(line, sizeof line, " %14.3f", rho);
+            else
+                std::snprintf(line, sizeof line, " %14s", "undefined");
             out += line;
             if (std::isfinite(rho) && (best < 0 || rho > r.rho[static_cast<std::size_t>(best)]))
                 best = p;

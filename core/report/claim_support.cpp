@@ -23,22 +23,95 @@
 
 namespace kvlens::claims {
 
+std::string_view outcomeText(Outcome outcome)
+{
+    switch (outcome) {
+    case Outcome::Unset: return "unset";
+    case Outcome::Holds: return "holds";
+    case Outcome::HoldsLarger: return "holds, larger effect than claimed";
+    case Outcome::Borderline: return "borderline";
+    case Outcome::Contradicted: return "contradicted";
+    case Outcome::NotTestable: return "not testable here";
+    }
+    return "unset";
+}
+
 std::string_view verdictText(Verdict verdict)
 {
     switch (verdict) {
-    case Verdict::Reproduced: return "reproduced";
-    case Verdict::NotReproduced: return "not reproduced";
+    case Verdict::Holds: return "holds";
+    case Verdict::HoldsLarger: return "holds, larger effect than claimed";
+    case Verdict::Borderline: return "borderline";
+    case Verdict::Contradicted: return "contradicted";
     case Verdict::DependsOnSetting: return "depends on setting";
+    case Verdict::NotTestable: return "not testable here";
     }
-    return "not reproduced";
+    return "not testable here";
 }
 
 Verdict verdictFrom(std::span<const Check> checks)
 {
-    const auto holding = std::count_if(checks.begin(), checks.end(), [](const Check& c) { return c.holds; });
-    if (checks.empty() || holding == 0)
-        return Verdict::NotReproduced;
-    return static_cast<std::size_t>(holding) == checks.size() ? Verdict::Reproduced : Verdict::DependsOnSetting;
+    int holds = 0, larger = 0, borderline = 0, contradicted = 0;
+    for (const Check& c : checks) {
+        switch (c.outcome) {
+        case Outcome::Holds: ++holds; break;
+        case Outcome::HoldsLarger: ++larger; break;
+        case Outcome::Borderline: ++borderline; break;
+        case Outcome::Contradicted: ++contradicted; break;
+        case Outcome::Unset: (c.holds ? holds : contradicted)++; break;
+        case Outcome::NotTestable: break;
+        }
+    }
+    const int testable = holds + larger + borderline + contradicted;
+    if (testable == 0)
+        return Verdict::NotTestable;
+    if (contradicted == 0 && borderline == 0)
+        return larger == testable ? Verdict::HoldsLarger : Verdict::Holds;
+    if (contradicted == 0)
+        return Verdict::Borderline;
+    return holds + larger + borderline == 0 ? Verdict::Contradicted : Verdict::DependsOnSetting;
+}
+
+Outcome directionalOutcome(const stats::PValue& p, double effect, double pMin, double alpha)
+{
+    if (!(pMin <= alpha))
+        return Outcome::NotTestable;
+    if (effect > 0.0 && p.logP < std::log(alpha))
+        return Outcome::Holds;
+    if (effect > 0.0 && p.logP < std::log(kBorderlineFactor * alpha))
+        return Outcome::Borderline;
+    return Outcome::Contradicted;
+}
+
+Outcome bandOutcome(double low, double high, double lo, double hi)
+{
+    if (std::isnan(low) || std::isnan(high))
+        return Outcome::NotTestable;
+    if (low >= lo && high <= hi)
+        return Outcome::Holds;
+    if (high < lo || low > hi)
+        return Outcome::Contradicted;
+    return Outcome::Borderline;
+}
+
+Outcome both(Outcome direction, Outcome size)
+{
+    if (direction == Outcome::NotTestable || direction == Outcome::Contradicted || direction == Outcome::Unset)
+        return direction;
+    if (direction == Outcome::Borderline)
+        return size == Outcome::Contradicted || size == Outcome::NotTestable ? size : Outcome::Borderline;
+    return size;
+}
+
+Outcome claimedValueOutcome(double low, double high, double claimed, double slack)
+{
+    if (!std::isfinite(low) || !std::isfinite(high))
+        return Outcome::NotTestable;
+    if (low <= claimed && claimed <= high)
+        return Outcome::Holds;
+    if (low > claimed)
+        return Outcome::HoldsLarger;
+    return high >= claimed * (1.0 - slack) ? Outcome::Borderline : Outcome::Contradicted;
 }
 
 bool significantInDirection(const stats::PValue& p, double effect, double alpha)
@@ -82,14 +155,35 @@ std::string pEquals(const stats::PValue& p)
 
 void decide(Claim& claim)
 {
+    for (Check& c : claim.checks) {
+        if (c.outcome == Outcome::Unset)
+            c.outcome = c.holds ? Outcome::Holds : Outcome::Contradicted;
+        c.holds = c.outcome == Outcome::Holds || c.outcome == Outcome::HoldsLarger;
+    }
     claim.verdict = verdictFrom(claim.checks);
     claim.dependsOn.clear();
-    if (claim.verdict != Verdict::DependsOnSetting)
+    if (claim.verdict != Verdict::DependsOnSetting && claim.verdict != Verdict::Borderline)
         return;
-    std::string holds, fails;
-    for (const Check& c : claim.checks)
-        (c.holds ? holds : fails) += (((c.holds ? holds : fails).empty()) ? "" : "; ") + c.setting;
-    claim.dependsOn = "holds at: " + holds + ". Does not hold at: " + fails + ".";
+    std::string holds, borderline, fails, untestable;
+    auto add = [](std::string& list, const std::string& s) { list += (list.empty() ? "" : "; ") + s; };
+    for (const Check& c : claim.checks) {
+        if (c.holds)
+            add(holds, c.setting);
+        else if (c.outcome == Outcome::Borderline)
+            add(borderline, c.setting);
+        else if (c.outcome == Outcome::Contradicted)
+            add(fails, c.setting);
+        else
+            add(untestable, c.setting);
+    }
+    std::string text;
+    for (const auto& [label, list] : {std::pair<const char*, const std::string*>{"Holds at: ", &holds},
+                                      {"Borderline at: ", &borderline},
+                                      {"Does not hold at: ", &fails},
+                                      {"Not testable at: ", &untestable}})
+        if (!list->empty())
+            text += (text.empty() ? "" : " ") + std::string(label) + *list + ".";
+    claim.dependsOn = text;
 }
 
 namespace support {
@@ -141,6 +235,31 @@ std::vector<double> pooledEpsK(const std::vector<const TrialResult*>& c)
     return out;
 }
 
+Units unitsEpsK(const ResultSet& rs, const std::vector<const TrialResult*>& c)
+{
+    Units u;
+    u.design = designOf(rs);
+    for (const TrialResult* t : c) {
+        u.seeds.push_back(t->key.seedIndex);
+        auto& values = u.byUnit.emplace_back();
+        for (float phi : t->samplesK.phi)
+            values.push_back(1.0 - std::cos(static_cast<double>(phi)));
+    }
+    return u;
+}
+
+Outcome allOf(const std::vector<Outcome>& outcomes)
+{
+    auto any = [&](Outcome o) { return std::find(outcomes.begin(), outcomes.end(), o) != outcomes.end(); };
+    if (outcomes.empty() || any(Outcome::NotTestable))
+        return Outcome::NotTestable;
+    if (any(Outcome::Contradicted) || any(Outcome::Unset))
+        return Outcome::Contradicted;
+    if (any(Outcome::Borderline))
+        return Outcome::Borderline;
+    return any(Outcome::Holds) ? Outcome::Holds : Outcome::HoldsLarger;
+}
+
 /// Mean eps_dir^K per seed, with its 95% interval over seeds.
 Interval epsKInterval(const std::vector<const TrialResult*>& c)
 {
@@ -179,9 +298,76 @@ double mean(const std::vector<double>& v)
 }
 
 
-Contrast contrast(const std::vector<double>& a, const std::vector<double>& b, std::uint64_t seed, int resamples)
+std::vector<double> Units::pooled() const
 {
+    std::vector<double> out;
+    for (const auto& u : byUnit)
+        out.insert(out.end(), u.begin(), u.end());
+    return out;
+}
+
+std::size_t Units::values() const
+{
+    std::size_t n = 0;
+    for (const auto& u : byUnit)
+        n += u.size();
+    return n;
+}
+
+stats::ClusterDesign designOf(const ResultSet& rs)
+{
+    const Regime* regime = findRegime(rs.spec.regime);
+    return regime && regime->seedIndependent() ? stats::ClusterDesign::Crossed : stats::ClusterDesign::Nested;
+}
+
+Units units(const ResultSet& rs, const std::vector<const TrialResult*>& c, QueryField field)
+{
+    Units u;
+    u.design = designOf(rs);
+    for (const TrialResult* t : c) {
+        u.seeds.push_back(t->key.seedIndex);
+        u.byUnit.emplace_back((t->*field).begin(), (t->*field).end());
+    }
+    return u;
+}
+
+void appendUnits(Units& a, const Units& b)
+{
+    for (std::size_t j = 0; j < b.seeds.size(); ++j) {
+        const auto it = std::lower_bound(a.seeds.begin(), a.seeds.end(), b.seeds[j]);
+        const auto at = static_cast<std::size_t>(it - a.seeds.begin());
+        if (it == a.seeds.end() || *it != b.seeds[j]) {
+            a.seeds.insert(it, b.seeds[j]);
+            a.byUnit.insert(a.byUnit.begin() + static_cast<std::ptrdiff_t>(at), b.byUnit[j]);
+        } else {
+            a.byUnit[at].insert(a.byUnit[at].end(), b.byUnit[j].begin(), b.byUnit[j].end());
+        }
+    }
+}
+
+Contrast contrast(const Units& ua, const Units& ub, std::uint64_t seed, int resamples, stats::Location perUnit)
+{
+    // The units both samples hold, paired by seed.
+    std::vector<std::vector<double>> xa, xb;
+    for (std::size_t i = 0, j = 0; i < ua.seeds.size() && j < ub.seeds.size();) {
+        if (ua.seeds[i] == ub.seeds[j]) {
+            xa.push_back(ua.byUnit[i++]);
+            xb.push_back(ub.byUnit[j++]);
+        } else if (ua.seeds[i] < ub.seeds[j]) {
+            ++i;
+        } else {
+            ++j;
+        }
+    }
+    std::vector<double> a, b;
+    for (std::size_t k = 0; k < xa.size(); ++k) {
+        a.insert(a.end(), xa[k].begin(), xa[k].end());
+        b.insert(b.end(), xb[k].begin(), xb[k].end());
+    }
     Contrast c;
+    c.design = ua.design;
+    c.units = static_cast<int>(xa.size());
+    c.pMin = std::ldexp(2.0, -c.units);
     c.nA = a.size();
     c.nB = b.size();
     c.medianA = median(a);
@@ -190,20 +376,75 @@ Contrast contrast(const std::vector<double>& a, const std::vector<double>& b, st
     c.low = c.high = c.ratio;
     if (a.empty() || b.empty())
         return c;
+    // The seed as the unit: each seed's log median ratio, tested over the seeds.
+    std::vector<double> d, zero(xa.size(), 0.0);
+    for (std::size_t k = 0; k < xa.size(); ++k) {
+        const double ma = stats::location(xa[k], perUnit);
+        const double mb = stats::location(xb[k], perUnit);
+        const double dk = ma == mb ? 0.0 : std::log(mb) - std::log(ma);
+        d.push_back(dk);
+        c.unitsALower += dk > 0.0;
+    }
+    c.effect = stats::location(d, stats::Location::Median);
+    c.p = stats::wilcoxonSignedRankExact(d, zero).p;
+    // Secondary: queries as if independent.
     const stats::MannWhitneyResult mw = stats::mannWhitneyU(a, b);
     c.r = mw.rankBiserial;
-    c.p = mw.p;
+    c.queryP = mw.p;
     if (resamples > 0 && c.medianB != 0.0) {
-        // Same queries under both schemes: keep the pairing in the resamples.
-        const stats::BootstrapCi ci = a.size() == b.size()
-                                          ? stats::bootstrapPairedRatio(a, b, stats::Location::Median, 0.95, resamples, seed)
-                                          : stats::bootstrapRatio(a, b, stats::Location::Median, 0.95, resamples, seed);
+        const stats::BootstrapCi ci = stats::bootstrapClusteredRatio(xa, xb, c.design, 0.95, resamples, seed);
         if (ci.resamples > 0) {
             c.low = ci.lower;
             c.high = ci.upper;
         }
     }
     return c;
+}
+
+Contrast contrastRuns(const Units& ua, const Units& ub, std::uint64_t seed, int resamples, stats::Location perUnit)
+{
+    Contrast c;
+    c.design = ua.design;
+    std::vector<double> sa, sb;
+    for (const auto& u : ua.byUnit)
+        sa.push_back(stats::location(u, perUnit));
+    for (const auto& u : ub.byUnit)
+        sb.push_back(stats::location(u, perUnit));
+    c.units = static_cast<int>(std::min(sa.size(), sb.size()));
+    c.nA = ua.values();
+    c.nB = ub.values();
+    if (sa.empty() || sb.empty())
+        return c;
+    c.pMin = std::exp(stats::logSeparationTail(sa.size(), sb.size()));
+    c.medianA = stats::location(sa, perUnit);
+    c.medianB = stats::location(sb, perUnit);
+    c.ratio = c.medianB != 0.0 ? c.medianA / c.medianB : std::numeric_limits<double>::quiet_NaN();
+    c.low = c.high = c.ratio;
+    c.effect = c.medianA == c.medianB ? 0.0 : std::log(c.medianB) - std::log(c.medianA);
+    const stats::MannWhitneyResult mw = stats::mannWhitneyUExact(sa, sb);
+    c.p = mw.p;
+    c.unitsALower = static_cast<int>(std::count_if(sa.begin(), sa.end(), [&](double v) { return v < c.medianB; }));
+    const stats::MannWhitneyResult q = stats::mannWhitneyU(ua.pooled(), ub.pooled());
+    c.r = q.rankBiserial;
+    c.queryP = q.p;
+    if (resamples > 0 && c.medianB != 0.0) {
+        const stats::BootstrapCi ci = stats::bootstrapRatio(sa, sb, perUnit, 0.95, resamples, seed);
+        if (ci.resamples > 0) {
+            c.low = ci.lower;
+            c.high = ci.upper;
+        }
+    }
+    return c;
+}
+
+Outcome directional(const Contrast& c)
+{
+    return directionalOutcome(c.p, c.effect, c.pMin);
+}
+
+std::string seedP(const Contrast& c)
+{
+    return pEquals(c.p) + " (" + std::to_string(c.units) + " seed" + (c.units == 1 ? "" : "s") + ")";
 }
 
 std::string ratioText(double ratio, double low, double high)

@@ -17,29 +17,69 @@ namespace kvlens::claims {
 /// Significance level of every directional test of the report.
 inline constexpr double kAlpha = 0.01;
 
-/// What the measurements say about a claim.
+/// A p this many times alpha or less (but not below it) is borderline, not a contradiction: with 8
+/// seeds, one seed of eight the other way gives an exact seed-level p of 0.016 to 0.04.
+inline constexpr double kBorderlineFactor = 5.0;
+
+/// What one check of a claim found, keeping direction and strength.
+enum class Outcome {
+    Unset,        ///< from `holds` alone (decide() maps it to Holds or Contradicted)
+    Holds,        ///< the criterion is met
+    HoldsLarger,  ///< met, and the effect is larger than claimed (the interval lies beyond the claimed value)
+    Borderline,   ///< a p within kBorderlineFactor of alpha, or an interval touching the criterion
+    Contradicted, ///< the measurement says otherwise (no effect, or the opposite one)
+    NotTestable,  ///< the run cannot decide it (too few units for the test to reach alpha, an effect too small to see)
+};
+/// "holds", "holds, larger effect than claimed", "borderline", "contradicted", "not testable here".
+std::string_view outcomeText(Outcome outcome);
+
+/// What the measurements say about a claim: the checks' outcomes combined.
 enum class Verdict {
-    Reproduced,       ///< every check of the claim holds
-    NotReproduced,    ///< no check holds
-    DependsOnSetting, ///< some settings agree, others do not (the claim's checks name them)
+    Holds,            ///< every testable check holds
+    HoldsLarger,      ///< every testable check holds with a larger effect than claimed
+    Borderline,       ///< nothing contradicts it, but some checks are only borderline
+    Contradicted,     ///< no testable check holds
+    DependsOnSetting, ///< some settings hold, others contradict it (dependsOn names them)
+    NotTestable,      ///< no check could be decided on these runs
 };
 
-/// "reproduced", "not reproduced", "depends on setting".
+/// "holds", "holds, larger effect than claimed", "borderline", "contradicted", "depends on setting",
+/// "not testable here".
 std::string_view verdictText(Verdict verdict);
 
-/// One setting in which a claim was tested, and whether the stated criterion held there.
+/// One setting in which a claim was tested, and what the stated criterion found there.
 struct Check {
     std::string setting;  ///< "n = 4, score scale 1"
     std::string measured; ///< the numbers the criterion looked at
-    bool holds = false;
+    bool holds = false;   ///< outcome is Holds or HoldsLarger (set by decide() from outcome)
+    Outcome outcome = Outcome::Unset;
 };
 
-/// Verdict from the checks: all hold -> reproduced, none (or no check) -> not reproduced,
-/// some -> depends on setting.
+/// Verdict from the checks (outcomes already resolved): see Verdict.
 Verdict verdictFrom(std::span<const Check> checks);
 
 /// The directional criterion: p < alpha and the effect in the claimed direction (effect > 0).
 bool significantInDirection(const stats::PValue& p, double effect, double alpha = kAlpha);
+
+/// The directional criterion with its strength: NotTestable when the test cannot reach alpha with
+/// its units (pMin > alpha); Holds when p < alpha and effect > 0; Borderline when effect > 0 and
+/// p < kBorderlineFactor alpha; else Contradicted.
+Outcome directionalOutcome(const stats::PValue& p, double effect, double pMin, double alpha = kAlpha);
+
+/// A measured quantity with its 95% interval [low, high] against the value a paper states, where
+/// a larger value means a larger effect: Holds when the interval contains `claimed`; HoldsLarger when
+/// it lies above; Borderline when it lies below but its upper end is within `slack` (relative) of
+/// `claimed`; Contradicted below that. Non-finite ends: NotTestable.
+Outcome claimedValueOutcome(double low, double high, double claimed, double slack = 0.05);
+
+/// A measurement's interval against a band [lo, hi] the claim puts it in: Holds when the whole
+/// interval lies inside, Borderline when it straddles a bound, Contradicted when it lies outside;
+/// NotTestable for a non-finite interval (an unbounded side of the band may be +-inf).
+Outcome bandOutcome(double low, double high, double lo, double hi);
+
+/// Two criteria a check needs together (a direction and a size): the weaker decides. An untestable
+/// or contradicted direction decides alone; a borderline direction caps the size at borderline.
+Outcome both(Outcome direction, Outcome size);
 
 /// |measured / expected - 1| <= tolerance (false for a non-finite measurement or expected = 0).
 bool withinRelative(double measured, double expected, double tolerance);
@@ -92,13 +132,14 @@ struct Claim {
     std::string headline;    ///< the measured figure in one line, with its interval or p-value
     std::vector<std::string> runs; ///< presets the claim reads
     std::vector<Check> checks;
-    Verdict verdict = Verdict::NotReproduced;
+    Verdict verdict = Verdict::NotTestable;
     std::string dependsOn;   ///< which settings hold and which do not (set when they differ)
     std::vector<Table> tables;
     std::vector<Figure> figures;
 };
 
-/// Sets claim.verdict from its checks and, for a split verdict, claim.dependsOn (the settings that hold).
+/// Resolves every check's outcome (Unset: from holds), sets holds from it, then claim.verdict and,
+/// for a split verdict, claim.dependsOn (the settings that hold and those that do not).
 void decide(Claim& claim);
 
 /// Marginal histogram of the keys as the codebook sees them: WHT-rotated, unit-normalized,

@@ -40,10 +40,13 @@ Claim sqVsTqClaim(const ResultSet* gaussian, const ResultSet* heavyTail, const R
     claim.statement = "Heavy tails: the calibrated eigenbasis fails and TQ-KV wins at every budget. Low rank: SQ beats "
                       "TQ. Isotropic data at b = 2: no structure to exploit, Plain-KV is competitive. b ≥ 4: TQ-KV "
                       "dominates outside highly structured regimes.";
-    claim.criterion = "Per-query output error d² = relMSE_T² + ε_dir,T² (paper B's metric), Mann-Whitney tests. Heavy "
-                      "tail, every n: TQ-KV lower than SQ-KV (p < 0.01). Low rank, every n: SQ-KV lower than TQ-KV "
-                      "(p < 0.01). Gaussian, n = 2: Plain-KV's median d² within 1.25× of the best scheme's. Gaussian, "
-                      "n ≥ 4: TQ-KV lower than SQ-KV (p < 0.01).";
+    claim.criterion = "Per-query output error d² = relMSE_T² + ε_dir,T² (paper B's metric), with the seed as the unit: "
+                      "each seed's median d², exact Wilcoxon signed-rank over the seeds. Heavy tail, every n: TQ-KV "
+                      "lower than SQ-KV (p < 0.01). Low rank, every n: SQ-KV lower than TQ-KV (p < 0.01). Gaussian, "
+                      "n ≥ 4: TQ-KV lower than SQ-KV (p < 0.01). Borderline within 5 times the level. Gaussian, n = 2: "
+                      "Plain-KV 'competitive' is read as its median d² within 1.25× of the best scheme's (1 dB of "
+                      "output SNR, the margin of B2): holds when the ratio's seed-resampled interval lies under 1.25, "
+                      "borderline when it straddles it.";
     const std::vector<std::string> names = {"Plain-KV", "TQ-KV", "TQ-QKV", "SQ-KV", "SQU-KV", "SQ-QKV"};
     Table d2Table, klTable;
     d2Table.caption = "Median per-query d² by regime and budget";
@@ -83,25 +86,28 @@ Claim sqVsTqClaim(const ResultSet* gaussian, const ResultSet* heavyTail, const R
             klTable.rows.push_back(klRow);
             if (tq < 0 || sq < 0)
                 continue;
-            const auto tqD2 = pooled(cell(*rs, 0, tq, n), &TrialResult::d2), sqD2 = pooled(cell(*rs, 0, sq, n), &TrialResult::d2);
+            const Units tqD2 = units(*rs, cell(*rs, 0, tq, n), &TrialResult::d2);
+            const Units sqD2 = units(*rs, cell(*rs, 0, sq, n), &TrialResult::d2);
             const std::string setting = runLabel(*rs) + ", n = " + std::to_string(n);
             if (kind == 0 || (kind == 2 && n >= 4)) {
                 const Contrast c = contrast(tqD2, sqD2, ++s, resamples);
                 claim.checks.push_back({setting + ": TQ-KV beats SQ-KV",
                                         "d² SQ-KV / TQ-KV " + ratioText(1.0 / c.ratio, 1.0 / c.high, 1.0 / c.low) +
-                                            ", " + pEquals(c.p) + ", r = " + signedText(c.r),
-                                        significantInDirection(c.p, c.r)});
+                                            ", " + seedP(c),
+                                        false, directional(c)});
             } else if (kind == 1) {
                 const Contrast c = contrast(sqD2, tqD2, ++s, resamples);
                 claim.checks.push_back({setting + ": SQ-KV beats TQ-KV",
                                         "d² TQ-KV / SQ-KV " + ratioText(1.0 / c.ratio, 1.0 / c.high, 1.0 / c.low) +
-                                            ", " + pEquals(c.p) + ", r = " + signedText(c.r),
-                                        significantInDirection(c.p, c.r)});
+                                            ", " + seedP(c),
+                                        false, directional(c)});
             } else if (kind == 2 && n == 2 && plain >= 0) {
-                const double ratio = medians["Plain-KV"] / best;
+                const int bestIndex = schemeIndex(*rs, bestName);
+                const Contrast c = contrast(units(*rs, cell(*rs, 0, plain, n), &TrialResult::d2),
+                                            units(*rs, cell(*rs, 0, bestIndex, n), &TrialResult::d2), ++s, resamples);
                 claim.checks.push_back({setting + ": Plain-KV competitive",
-                                        "median d² Plain-KV / best (" + bestName + ") = " + formatSig(ratio),
-                                        std::isfinite(ratio) && ratio <= 1.25});
+                                        "median d² Plain-KV / best (" + bestName + ") = " + ratioText(c.ratio, c.low, c.high),
+                                        false, bestIndex == plain ? Outcome::Holds : bandOutcome(c.low, c.high, 0.0, 1.25)});
             }
         }
         claim.figures.push_back(klByBudgetFigure(*rs, 0, names, std::string("b1_d2_") + rs->spec.regime,
@@ -126,12 +132,14 @@ Claim waterFillingClaim(const std::vector<const ResultSet*>& runs, std::uint64_t
     claim.title = "Water-filling bit allocation is no better than uniform allocation";
     claim.statement = "Across every regime tested, water-filling (SQ-KV) performs like uniform allocation (SQU-KV): "
                       "eigenvalue ratios inside d_eff rarely justify unequal bits.";
-    claim.criterion = "Per regime and budget: median per-query d² of SQ-KV over that of SQU-KV with a paired bootstrap "
-                      "95% interval; a check holds (equivalence) when the whole interval lies in [0.8, 1.25].";
+    claim.criterion = "Per regime and budget: median per-query d² of SQ-KV over that of SQU-KV with a 95% interval that "
+                      "resamples seeds (the unit). Equivalence margin [0.8, 1.25]: a factor of 1.25 in d² is about 1 dB "
+                      "of output SNR, below what the paper's figures resolve. A check holds when the whole interval lies "
+                      "in the margin, is borderline when it straddles a bound, contradicted when it lies outside.";
     Table table;
     table.caption = "SQ-KV (water-filling) against SQU-KV (uniform)";
-    table.header = {"regime", "n", "median d² SQ-KV", "median d² SQU-KV", "SQ / SQU [95% CI]", "Mann-Whitney p", "r",
-                    "median KL SQ-KV", "median KL SQU-KV", "equivalent"};
+    table.header = {"regime", "n", "seeds", "median d² SQ-KV", "median d² SQU-KV", "SQ / SQU [95% CI]", "p (seeds)",
+                    "median KL SQ-KV", "median KL SQU-KV", "outcome"};
     Figure fig;
     fig.id = "b2_water_filling_ratio";
     fig.title = "Water-filling over uniform allocation: d² ratio";
@@ -145,14 +153,16 @@ Claim waterFillingClaim(const std::vector<const ResultSet*>& runs, std::uint64_t
         claim.runs.push_back(rs->spec.name);
         for (int n : budgetsOf(*rs)) {
             const auto cw = cell(*rs, 0, wf, n), cu = cell(*rs, 0, un, n);
-            const Contrast c = contrast(pooled(cw, &TrialResult::d2), pooled(cu, &TrialResult::d2), ++s, resamples);
-            const bool holds = equivalentRatio(c.low, c.high, 1.25);
+            const Contrast c = contrast(units(*rs, cw, &TrialResult::d2), units(*rs, cu, &TrialResult::d2), ++s, resamples);
+            const Outcome o = bandOutcome(c.low, c.high, 0.8, 1.25);
             const std::string setting = runLabel(*rs) + ", n = " + std::to_string(n);
-            claim.checks.push_back({setting, "ratio " + ratioText(c.ratio, c.low, c.high), holds});
-            table.rows.push_back({runLabel(*rs), std::to_string(n), formatSig(c.medianA), formatSig(c.medianB),
-                                  ratioText(c.ratio, c.low, c.high), formatP(c.p), signedText(c.r),
+            claim.checks.push_back({setting, "ratio " + ratioText(c.ratio, c.low, c.high) + " (" + std::to_string(c.units)
+                                                 + " seeds)",
+                                    false, o});
+            table.rows.push_back({runLabel(*rs), std::to_string(n), std::to_string(c.units), formatSig(c.medianA),
+                                  formatSig(c.medianB), ratioText(c.ratio, c.low, c.high), formatP(c.p),
                                   formatSig(median(pooled(cw, &TrialResult::kl))),
-                                  formatSig(median(pooled(cu, &TrialResult::kl))), holds ? "yes" : "no"});
+                                  formatSig(median(pooled(cu, &TrialResult::kl))), std::string(outcomeText(o))});
             const double x = static_cast<double>(fig.categories.size());
             fig.categories.push_back(runLabel(*rs) + " n=" + std::to_string(n));
             pushRatio(ratios, x, c.ratio, c.low, c.high);
@@ -163,7 +173,7 @@ Claim waterFillingClaim(const std::vector<const ResultSet*>& runs, std::uint64_t
         fig.series = {ratios, referenceLine("equivalence margin 0.8", x0, x1, 0.8), referenceLine("1", x0, x1, 1.0),
                       referenceLine("equivalence margin 1.25", x0, x1, 1.25)};
     }
-    fig.caption = "Paired bootstrap 95% intervals; inside the dashed margins the two allocations are equivalent.";
+    fig.caption = "95% intervals resampling seeds; inside the dashed margins the two allocations are equivalent.";
     int equivalent = 0;
     for (const Check& c : claim.checks)
         equivalent += c.holds ? 1 : 0;

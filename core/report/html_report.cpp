@@ -59,11 +59,14 @@ std::string plainSymbols(std::string text)
 std::string verdictClass(Verdict v)
 {
     switch (v) {
-    case Verdict::Reproduced: return "ok";
-    case Verdict::NotReproduced: return "no";
+    case Verdict::Holds:
+    case Verdict::HoldsLarger: return "ok";
+    case Verdict::Contradicted: return "no";
+    case Verdict::Borderline:
     case Verdict::DependsOnSetting: return "depends";
+    case Verdict::NotTestable: return "untestable";
     }
-    return "no";
+    return "untestable";
 }
 
 std::string schemesText(const ExperimentSpec& s)
@@ -98,7 +101,7 @@ h1{font-size:1.7em;margin-bottom:.2em} h2{font-size:1.3em;margin-top:2.2em;borde
 table{border-collapse:collapse;font-size:.82em;margin:.6em 0} td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3} caption{text-align:left;font-weight:600;padding:.3em 0}
 .scroll{overflow-x:auto} .verdict{display:inline-block;padding:1px 8px;border-radius:4px;color:#fff;font-weight:600;font-size:.9em}
-.ok{background:#009E73} .no{background:#D55E00} .depends{background:#E69F00;color:#222}
+.ok{background:#009E73} .no{background:#D55E00} .depends{background:#E69F00;color:#222} .untestable{background:#777}
 .holds{color:#009E73;font-weight:700} .fails{color:#D55E00;font-weight:700}
 figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#444}
 .meta{color:#555;font-size:.9em} .claim p{margin:.35em 0} code{background:#f5f5f5;padding:0 3px}
@@ -162,7 +165,7 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
 {
     ReportFiles out;
     CsvWriter claimsCsv({"id", "paper", "title", "verdict", "checks", "holding", "headline", "depends_on", "criterion"});
-    CsvWriter checksCsv({"claim", "setting", "measured", "holds", "runs"});
+    CsvWriter checksCsv({"claim", "setting", "measured", "holds", "outcome", "runs"});
     for (const Claim& c : claimList) {
         const auto holding = std::count_if(c.checks.begin(), c.checks.end(), [](const auto& k) { return k.holds; });
         claimsCsv.add(c.id).add(c.paper).add(c.title).add(verdictText(c.verdict))
@@ -170,7 +173,8 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
             .add(c.dependsOn).add(c.criterion);
         claimsCsv.endRow();
         for (const Check& k : c.checks) {
-            checksCsv.add(c.id).add(k.setting).add(k.measured).add(k.holds ? "yes" : "no").add(runsText(p, c));
+            checksCsv.add(c.id).add(k.setting).add(k.measured).add(k.holds ? "yes" : "no")
+                .add(std::string(outcomeText(k.outcome))).add(runsText(p, c));
             checksCsv.endRow();
         }
     }
@@ -188,10 +192,18 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
             "ablation and validation of KV-cache compression; C: HeadQ) is checked on runs of the presets shipped in "
             "<code>resources/presets</code>, with fixed seeds; the M claims test paper A on the real attention of the small "
             "trained model shipped in <code>resources/examples/tiny_lm_kv.safetensors</code>, every layer and head. Every verdict is <em>computed</em> from the measured "
-            "numbers against the criterion stated under the claim, which is fixed in the code before any run: a claim "
-            "is <span class=\"verdict ok\">reproduced</span> when every check holds, <span class=\"verdict no\">not "
-            "reproduced</span> when none does, and <span class=\"verdict depends\">depends on setting</span> when some "
-            "do — the report then names the settings on each side. Directional tests use α = 0.01, two-sided.</p>\n";
+            "numbers against the criterion stated under the claim, which is fixed in the code before any run. Each check "
+            "keeps direction and strength: it <em>holds</em>, holds with a <em>larger effect than claimed</em>, is "
+            "<em>borderline</em> (a p within 5 times the level, or an interval touching the criterion), is "
+            "<em>contradicted</em>, or is <em>not testable here</em> (too few seeds for the test to reach its level, or "
+            "an effect the run cannot show). A claim <span class=\"verdict ok\">holds</span> when every testable check "
+            "holds, is <span class=\"verdict depends\">borderline</span> when nothing contradicts it but some checks "
+            "are borderline, <span class=\"verdict no\">contradicted</span> when no testable check holds, <span "
+            "class=\"verdict depends\">depends on setting</span> when settings disagree (named), and <span "
+            "class=\"verdict untestable\">not testable here</span> when no check could be decided. The statistical "
+            "unit is the seed: the queries of one seed share its draw of the data and of the rotation and sketch, so "
+            "p-values come from exact tests over seeds (with k seeds no p is below 2/2^k), and intervals resample "
+            "seeds (and, for the fixed queries of a model, queries). Directional tests use α = 0.01, two-sided.</p>\n";
     page += "<h2>Summary</h2>\n<div class=\"scroll\"><table><tr><th>claim</th><th>paper</th><th>what</th><th>verdict</th>"
             "<th>checks holding</th><th>measured</th></tr>\n";
     for (const Claim& c : claimList) {
@@ -231,10 +243,11 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
         for (const Table& t : c.tables)
             page += fold(prose(t.caption.empty() ? std::string("Table") : t.caption), t.rows.size(), tableHtml(t));
         std::string checks = "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
-                             "<th>criterion holds</th></tr>\n";
+                             "<th>outcome</th></tr>\n";
         for (const Check& k : c.checks)
             checks += "<tr><td>" + prose(k.setting) + "</td><td>" + prose(k.measured) + "</td><td class=\"" +
-                      (k.holds ? "holds\">yes" : "fails\">no") + "</td></tr>\n";
+                      (k.holds ? "holds" : k.outcome == Outcome::Contradicted ? "fails" : "other") + "\">" +
+                      html(outcomeText(k.outcome)) + "</td></tr>\n";
         checks += "</table></div>\n";
         page += fold("Checks", c.checks.size(), checks);
         page += "</section>\n";

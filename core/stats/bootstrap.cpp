@@ -51,17 +51,27 @@ public:
             m_sorted[r] = values[order[r]];
         }
     }
-    void clear() { std::fill(m_counts.begin(), m_counts.end(), 0u); }
-    void add(std::size_t original) { ++m_counts[m_rank[original]]; }
-    /// Median of the added multiset (as many draws as values).
+    void clear()
+    {
+        std::fill(m_counts.begin(), m_counts.end(), 0u);
+        m_total = 0;
+    }
+    void add(std::size_t original, std::uint32_t weight = 1)
+    {
+        m_counts[m_rank[original]] += weight;
+        m_total += weight;
+    }
+    /// Median of the added multiset (m_total draws; 0 for none).
     double median() const
     {
-        const std::size_t n = m_sorted.size(), upper = n / 2;
+        if (m_total == 0)
+            return 0.0;
+        const std::size_t n = m_total, upper = n / 2;
         const std::size_t lowerRank = n % 2 ? upper : upper - 1;
         double lower = 0.0;
         std::size_t seen = 0;
         bool haveLower = false;
-        for (std::size_t p = 0; p < n; ++p) {
+        for (std::size_t p = 0; p < m_sorted.size(); ++p) {
             seen += m_counts[p];
             if (!haveLower && seen > lowerRank) {
                 lower = m_sorted[p];
@@ -77,6 +87,7 @@ private:
     std::vector<double> m_sorted;
     std::vector<std::uint32_t> m_rank;
     std::vector<std::uint32_t> m_counts;
+    std::size_t m_total = 0;
 };
 
 /// Fills `out` with values[i] for n indices drawn with replacement.
@@ -231,4 +242,76 @@ BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const doub
     return finish(location(x, loc) / denominator, level, std::move(statistics));
 }
 
+BootstrapCi bootstrapClusteredRatio(const std::vector<std::vector<double>>& x, const std::vector<std::vector<double>>& y,
+                                    ClusterDesign design, double level, int resamples, std::uint64_t seed,
+                                    const CancelToken& cancel, Location loc)
+{
+    assert(level > 0.0 && level < 1.0 && "bootstrapClusteredRatio: level must lie in (0, 1)");
+    assert(x.size() == y.size() && "bootstrapClusteredRatio: one cluster of each sample per unit");
+    const std::size_t clusters = std::min(x.size(), y.size());
+    std::vector<double> px, py;
+    std::vector<std::size_t> startX, startY;
+    for (std::size_t k = 0; k < clusters; ++k) {
+        startX.push_back(px.size());
+        startY.push_back(py.size());
+        px.insert(px.end(), x[k].begin(), x[k].end());
+        py.insert(py.end(), y[k].begin(), y[k].end());
+    }
+    const double denominator = location(py, loc);
+    if (px.empty() || py.empty() || denominator == 0.0)
+        return finish(0.0, level, {});
+    const double estimate = location(px, loc) / denominator;
+    // Crossed: every cluster holds the same items in the same order (fixed queries).
+    std::size_t items = 0;
+    if (design == ClusterDesign::Crossed) {
+        items = x[0].size();
+        for (std::size_t k = 0; k < clusters; ++k)
+            if (x[k].size() != items || y[k].size() != items)
+                return finish(estimate, level, {});
+    }
+    Rng rng(EngineKind::Pcg64, seed);
+    CountedMedian mx(px), my(py);
+    std::vector<std::uint32_t> clusterCount(clusters), itemCount(items);
+    std::vector<double> statistics;
+    statistics.reserve(static_cast<std::size_t>(std::max(resamples, 0)));
+    for (int b = 0; b < resamples; ++b) {
+        cancel.check();
+        std::fill(clusterCount.begin(), clusterCount.end(), 0u);
+        for (std::size_t k = 0; k < clusters; ++k)
+            ++clusterCount[static_cast<std::size_t>(rng.below(clusters))];
+        if (design == ClusterDesign::Crossed) {
+            std::fill(itemCount.begin(), itemCount.end(), 0u);
+            for (std::size_t i = 0; i < items; ++i)
+                ++itemCount[static_cast<std::size_t>(rng.below(items))];
+        }
+        mx.clear();
+        my.clear();
+        double sumX = 0.0, sumY = 0.0, weightX = 0.0, weightY = 0.0;
+        for (std::size_t k = 0; k < clusters; ++k) {
+            if (clusterCount[k] == 0)
+                continue;
+            auto addCluster = [&](CountedMedian& m, const std::vector<double>& values, std::size_t start, double& sum,
+                                  double& weight) {
+                for (std::size_t i = 0; i < values.size(); ++i) {
+                    const std::uint32_t w = design == ClusterDesign::Crossed ? clusterCount[k] * itemCount[i] : clusterCount[k];
+                    if (!w)
+                        continue;
+                    if (loc == Location::Median)
+                        m.add(start + i, w);
+                    sum += w * values[i];
+                    weight += w;
+                }
+            };
+            addCluster(mx, x[k], startX[k], sumX, weightX);
+            addCluster(my, y[k], startY[k], sumY, weightY);
+        }
+        const double top = loc == Location::Median ? mx.median() : (weightX > 0.0 ? sumX / weightX : 0.0);
+        const double bottom = loc == Location::Median ? my.median() : (weightY > 0.0 ? sumY / weightY : 0.0);
+        if (bottom != 0.0)
+            statistics.push_back(top / bottom);
+    }
+    return finish(estimate, level, std::move(statistics));
+}
+
 } // namespace kvlens::stats
+

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace kvlens::stats {
 
@@ -56,5 +57,26 @@ BootstrapCi bootstrapRatio(std::span<const double> x, std::span<const double> y,
 /// location(y*) = 0 are dropped.
 BootstrapCi bootstrapPairedRatio(std::span<const double> x, std::span<const double> y, Location loc, double level,
                                  int resamples, std::uint64_t seed, const CancelToken& cancel = {});
+
+/// How the per-query values of a comparison are replicated (issue 27's statistical unit).
+enum class ClusterDesign {
+    /// Synthetic regimes: each seed draws its own data and queries, so queries are nested in seeds
+    /// and the seeds are the independent replications: resample seeds, each with all its queries.
+    Nested,
+    /// Imported and model regimes: the queries are fixed items shared by every seed, which only
+    /// redraws the quantizer's randomness: resample seeds and, independently, queries (two-way).
+    Crossed,
+};
+
+/// Percentile bootstrap of location(pooled x) / location(pooled y) (median by default) where x[k], y[k] are unit k's
+/// values (a seed's queries) of two schemes on the same units: each resample draws the units with
+/// replacement (paired: the same units for x and y); ClusterDesign::Crossed also draws the items
+/// (query positions, the same for every unit and both samples; every unit must then hold equally
+/// many). Resamples with a zero denominator median are dropped. The estimate is the pooled ratio.
+/// Reference: Davison & Hinkley, "Bootstrap Methods and their Application" (1997), sec. 3.8
+/// (hierarchical data: resampling the top stage).
+BootstrapCi bootstrapClusteredRatio(const std::vector<std::vector<double>>& x, const std::vector<std::vector<double>>& y,
+                                    ClusterDesign design, double level, int resamples, std::uint64_t seed,
+                                    const CancelToken& cancel = {}, Location loc = Location::Median);
 
 } // namespace kvlens::stats

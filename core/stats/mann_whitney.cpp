@@ -89,4 +89,47 @@ MannWhitneyResult mannWhitneyU(std::span<const double> x, std::span<const double
     return out;
 }
 
+MannWhitneyResult mannWhitneyUExact(std::span<const double> x, std::span<const double> y)
+{
+    MannWhitneyResult out = mannWhitneyU(x, y);
+    const std::size_t n1 = x.size(), n2 = y.size();
+    if (n1 == 0 || n2 == 0 || n1 > kMaxExactUnits || n2 > kMaxExactUnits)
+        return out;
+    std::vector<double> pooled(x.begin(), x.end());
+    pooled.insert(pooled.end(), y.begin(), y.end());
+    if (averageRanks(pooled).tieSum != 0.0)
+        return out; // ties: U is a half-integer lattice the count below does not cover
+    // f[i][j][u]: arrangements of i x-values and j y-values with U = u (x above y counted).
+    const std::size_t maxU = n1 * n2;
+    std::vector<std::vector<double>> prev(n2 + 1, std::vector<double>(maxU + 1, 0.0)), cur = prev;
+    for (std::size_t j = 0; j <= n2; ++j)
+        prev[j][0] = 1.0; // i = 0: one arrangement, U = 0
+    for (std::size_t i = 1; i <= n1; ++i) {
+        for (std::size_t j = 0; j <= n2; ++j) {
+            std::fill(cur[j].begin(), cur[j].end(), 0.0);
+            for (std::size_t u = 0; u <= i * j; ++u) {
+                // The largest value is an x (it beats all j y's) or a y.
+                double f = u >= j ? prev[j][u - j] : 0.0;
+                if (j > 0)
+                    f += cur[j - 1][u];
+                cur[j][u] = f;
+            }
+        }
+        std::swap(prev, cur);
+    }
+    const std::vector<double>& count = prev[n2];
+    const auto u = static_cast<std::size_t>(std::lround(out.u1));
+    double lower = 0.0, upper = 0.0, total = 0.0;
+    for (std::size_t k = 0; k <= maxU; ++k) {
+        total += count[k];
+        if (k <= u)
+            lower += count[k];
+        if (k >= u)
+            upper += count[k];
+    }
+    out.p = pFromLog(std::min(0.0, std::log(2.0 * std::min(lower, upper)) - std::log(total)));
+    out.p.method = PMethod::Exact;
+    return out;
+}
+
 } // namespace kvlens::stats

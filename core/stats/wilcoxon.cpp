@@ -80,4 +80,55 @@ WilcoxonResult wilcoxonSignedRank(std::span<const double> x, std::span<const dou
     return out;
 }
 
+WilcoxonResult wilcoxonSignedRankExact(std::span<const double> x, std::span<const double> y)
+{
+    WilcoxonResult out = wilcoxonSignedRank(x, y);
+    if (out.nUsed == 0 || out.nUsed > kMaxExactPairs)
+        return out;
+    // The non-zero differences again, with the same NaN/infinity convention.
+    std::vector<double> differences;
+    for (std::size_t i = 0; i < out.nPairs; ++i) {
+        const double a = std::isnan(x[i]) ? kInf : x[i];
+        const double b = std::isnan(y[i]) ? kInf : y[i];
+        const double d = a == b ? 0.0 : a - b;
+        if (d != 0.0)
+            differences.push_back(d);
+    }
+    std::vector<double> magnitudes(differences.size());
+    std::transform(differences.begin(), differences.end(), magnitudes.begin(), [](double d) { return std::abs(d); });
+    const Ranks ranks = averageRanks(magnitudes);
+    // Mid-ranks are multiples of 1/2: doubled, they are integers and the law of 2 W+ is counted
+    // exactly by a subset-sum over them.
+    std::vector<int> doubled(ranks.ranks.size());
+    int total = 0;
+    int observed = 0;
+    for (std::size_t i = 0; i < doubled.size(); ++i) {
+        doubled[i] = static_cast<int>(std::lround(2.0 * ranks.ranks[i]));
+        total += doubled[i];
+        if (differences[i] > 0.0)
+            observed += doubled[i];
+    }
+    std::vector<double> count(static_cast<std::size_t>(total) + 1, 0.0); // sign patterns by 2 W+
+    count[0] = 1.0;
+    int reach = 0;
+    for (const int r : doubled) {
+        for (int s = reach; s >= 0; --s)
+            if (count[static_cast<std::size_t>(s)] != 0.0)
+                count[static_cast<std::size_t>(s + r)] += count[static_cast<std::size_t>(s)];
+        reach += r;
+    }
+    double lower = 0.0, upper = 0.0;
+    for (int s = 0; s <= total; ++s) {
+        if (s <= observed)
+            lower += count[static_cast<std::size_t>(s)];
+        if (s >= observed)
+            upper += count[static_cast<std::size_t>(s)];
+    }
+    const double logPatterns = static_cast<double>(out.nUsed) * std::log(2.0);
+    const double logTail = std::log(2.0 * std::min(lower, upper)) - logPatterns;
+    out.p = pFromLog(std::min(0.0, logTail));
+    out.p.method = PMethod::Exact;
+    return out;
+}
+
 } // namespace kvlens::stats

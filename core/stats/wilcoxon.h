@@ -44,4 +44,15 @@ struct WilcoxonResult {
 /// Methods" (3rd ed., 2014), sec. 3.1 (ties).
 WilcoxonResult wilcoxonSignedRank(std::span<const double> x, std::span<const double> y);
 
+/// The same statistic with the EXACT two-sided p for few pairs (the unit-level tests: 3 to 50
+/// seeds, where the normal approximation is far off): under H0 each of the nUsed signs is +/- with
+/// probability 1/2 independently, so W+ is a sum of independent rank contributions; its law is
+/// counted over the doubled mid-ranks (integers, so ties are exact too), and
+/// p = min(1, 2 min(P(W+ <= w), P(W+ >= w))). The smallest p with n non-zero pairs is 2 / 2^n
+/// (every difference of one sign): 0.25 for 3 units, 0.0078 for 8. More than kMaxExactPairs
+/// pairs: the asymptotic test above. p.method says which.
+/// Reference: Hollander, Wolfe & Chicken (2014), sec. 3.1; the conditional (permutation) null with ties.
+WilcoxonResult wilcoxonSignedRankExact(std::span<const double> x, std::span<const double> y);
+inline constexpr std::size_t kMaxExactPairs = 60;
+
 } // namespace kvlens::stats

@@ -87,8 +87,9 @@ private slots:
         QVERIFY2(images >= 13, qPrintable(QString::number(images)));
         QVERIFY(!html.contains(QStringLiteral("base64,\"")));  // no empty image
         // Every claim has a section that states a verdict word.
-        const QRegularExpression verdict(QStringLiteral("<b>Verdict:</b> <span class=\"verdict (ok|no|depends)\">"
-                                                        "(reproduced|not reproduced|depends on setting)</span>"));
+        const QRegularExpression verdict(QStringLiteral("<b>Verdict:</b> <span class=\"verdict (ok|no|depends|untestable)\">"
+                                                        "(holds|holds, larger effect than claimed|borderline|contradicted|"
+                                                        "depends on setting|not testable here)</span>"));
         for (const QString& id : kClaimIds) {
             const int at = html.indexOf(QStringLiteral("<section class=\"claim\" id=\"%1\">").arg(id));
             QVERIFY2(at >= 0, qPrintable(id));
@@ -120,18 +121,32 @@ private slots:
         QVERIFY(idCol >= 0 && verdictCol >= 0 && checksCol >= 0 && holdingCol >= 0);
         const auto checkRows = readCsv(out + QStringLiteral("/checks.csv"));
         QVERIFY(checkRows.size() > kClaimIds.size());
+        const int outcomeCol = checkRows.first().indexOf(QStringLiteral("outcome"));
+        QVERIFY(outcomeCol >= 0);
         for (const QStringList& row : claimRows.mid(1)) {
-            int total = 0, holds = 0;
+            int total = 0, holds = 0, larger = 0, borderline = 0, contradicted = 0;
             for (const QStringList& check : checkRows.mid(1))
                 if (check[0] == row[idCol]) {
                     ++total;
                     holds += check[3] == QStringLiteral("yes") ? 1 : 0;
+                    const QString o = check[outcomeCol];
+                    larger += o == QStringLiteral("holds, larger effect than claimed");
+                    borderline += o == QStringLiteral("borderline");
+                    contradicted += o == QStringLiteral("contradicted");
+                    QCOMPARE(check[3] == QStringLiteral("yes"),
+                             o == QStringLiteral("holds") || o == QStringLiteral("holds, larger effect than claimed"));
                 }
             QCOMPARE(row[checksCol].toInt(), total);
             QCOMPARE(row[holdingCol].toInt(), holds);
-            const QString expected = holds == 0 ? QStringLiteral("not reproduced")
-                                     : holds == total ? QStringLiteral("reproduced")
-                                                      : QStringLiteral("depends on setting");
+            // The verdict is the rule of core/report applied to the checks' outcomes.
+            const int testable = holds + borderline + contradicted;
+            const QString expected = testable == 0 ? QStringLiteral("not testable here")
+                                     : contradicted == 0 && borderline == 0
+                                         ? (larger == testable ? QStringLiteral("holds, larger effect than claimed")
+                                                               : QStringLiteral("holds"))
+                                     : contradicted == 0 ? QStringLiteral("borderline")
+                                     : holds + borderline == 0 ? QStringLiteral("contradicted")
+                                                               : QStringLiteral("depends on setting");
             QCOMPARE(row[verdictCol], expected);
         }
 

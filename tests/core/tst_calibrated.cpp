@@ -206,7 +206,7 @@ private slots:
             QCOMPARE(again[0].rho[static_cast<std::size_t>(proxy)], cells[0].rho[static_cast<std::size_t>(proxy)]);
         // And the claim reads the deployable row: raw MSE wins here, whatever the oracle says.
         const claims::Claim c = claims::fisherProxyClaim({&r}, 1, 200);
-        QCOMPARE(c.verdict, claims::Verdict::NotReproduced);
+        QCOMPARE(c.verdict, claims::Verdict::Contradicted);
     }
 };
 

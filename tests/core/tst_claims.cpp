@@ -38,7 +38,7 @@ const ResultSet& smallPaperA()
 {
     static const ResultSet results = run(makeSpec(R"({"kvlens_spec": 1, "name": "small A", "regime": {"name": "gaussian"},
         "d": 64, "tokens": 512, "queries": 64, "schemes": ["KV", "KQV", "QKQV"], "budgets": [2, 3, 4],
-        "seeds": {"first": 1, "count": 4}, "metrics": {"sample_cap": 256}})"));
+        "seeds": {"first": 1, "count": 8}, "metrics": {"sample_cap": 256}})"));
     return results;
 }
 
@@ -78,22 +78,58 @@ class TestClaims : public QObject {
 private slots:
     void verdictFromChecks_data()
     {
-        QTest::addColumn<QList<bool>>("holds");
+        // H holds, L holds larger, B borderline, C contradicted, N not testable.
+        QTest::addColumn<QString>("outcomes");
         QTest::addColumn<QString>("verdict");
-        QTest::newRow("all hold") << QList<bool>{true, true, true} << QStringLiteral("reproduced");
-        QTest::newRow("none holds") << QList<bool>{false, false} << QStringLiteral("not reproduced");
-        QTest::newRow("some hold") << QList<bool>{true, false, true} << QStringLiteral("depends on setting");
-        QTest::newRow("one check, fails") << QList<bool>{false} << QStringLiteral("not reproduced");
-        QTest::newRow("no check at all") << QList<bool>{} << QStringLiteral("not reproduced");
+        QTest::newRow("all hold") << "HHH" << QStringLiteral("holds");
+        QTest::newRow("all hold, larger") << "LL" << QStringLiteral("holds, larger effect than claimed");
+        QTest::newRow("hold and larger") << "HL" << QStringLiteral("holds");
+        QTest::newRow("untestable ones left out") << "HNN" << QStringLiteral("holds");
+        QTest::newRow("one borderline") << "HHB" << QStringLiteral("borderline");
+        QTest::newRow("none holds") << "CC" << QStringLiteral("contradicted");
+        QTest::newRow("borderline and contradicted") << "BC" << QStringLiteral("depends on setting");
+        QTest::newRow("some hold") << "HCH" << QStringLiteral("depends on setting");
+        QTest::newRow("one check, fails") << "C" << QStringLiteral("contradicted");
+        QTest::newRow("nothing testable") << "NN" << QStringLiteral("not testable here");
+        QTest::newRow("no check at all") << "" << QStringLiteral("not testable here");
     }
     void verdictFromChecks()
     {
-        QFETCH(QList<bool>, holds);
+        QFETCH(QString, outcomes);
         QFETCH(QString, verdict);
-        std::vector<Check> checks;
-        for (bool h : holds)
-            checks.push_back({"s", "m", h});
-        QCOMPARE(QString::fromUtf8(verdictText(verdictFrom(checks)).data()), verdict);
+        Claim c;
+        for (QChar o : outcomes)
+            c.checks.push_back({"s", "m", false,
+                                o == 'H' ? Outcome::Holds : o == 'L' ? Outcome::HoldsLarger : o == 'B' ? Outcome::Borderline
+                                : o == 'C' ? Outcome::Contradicted : Outcome::NotTestable});
+        decide(c);
+        QCOMPARE(QString::fromUtf8(verdictText(c.verdict).data()), verdict);
+        // holds follows the outcome.
+        for (const Check& k : c.checks)
+            QCOMPARE(k.holds, k.outcome == Outcome::Holds || k.outcome == Outcome::HoldsLarger);
+    }
+
+    void outcomeRules()
+    {
+        // Directional: untestable when k seeds cannot reach alpha (2/2^k > 0.01), borderline within 5x.
+        const stats::PValue tiny = stats::pFromLog(std::log(0.005)), near = stats::pFromLog(std::log(0.03)),
+                            far = stats::pFromLog(std::log(0.2));
+        QCOMPARE(directionalOutcome(tiny, 1.0, 2.0 / 256.0), Outcome::Holds);
+        QCOMPARE(directionalOutcome(tiny, -1.0, 2.0 / 256.0), Outcome::Contradicted);
+        QCOMPARE(directionalOutcome(near, 1.0, 2.0 / 256.0), Outcome::Borderline);
+        QCOMPARE(directionalOutcome(far, 1.0, 2.0 / 256.0), Outcome::Contradicted);
+        QCOMPARE(directionalOutcome(tiny, 1.0, 2.0 / 16.0), Outcome::NotTestable); // 4 seeds
+        // A claimed value against an interval.
+        QCOMPARE(claimedValueOutcome(2.0, 2.5, 2.25), Outcome::Holds);
+        QCOMPARE(claimedValueOutcome(2.4, 2.9, 2.25), Outcome::HoldsLarger);
+        QCOMPARE(claimedValueOutcome(2.0, 2.2, 2.25), Outcome::Borderline); // 2.2 within 5% of 2.25
+        QCOMPARE(claimedValueOutcome(1.5, 2.0, 2.25), Outcome::Contradicted);
+        // A band.
+        QCOMPARE(bandOutcome(0.9, 1.1, 0.8, 1.25), Outcome::Holds);
+        QCOMPARE(bandOutcome(0.7, 0.9, 0.8, 1.25), Outcome::Borderline);
+        QCOMPARE(bandOutcome(1.3, 1.6, 0.8, 1.25), Outcome::Contradicted);
+        QCOMPARE(both(Outcome::Borderline, Outcome::HoldsLarger), Outcome::Borderline);
+        QCOMPARE(both(Outcome::NotTestable, Outcome::Holds), Outcome::NotTestable);
     }
 
     void decideNamesTheSettingsOnEachSide()
@@ -103,10 +139,11 @@ private slots:
         decide(c);
         QCOMPARE(c.verdict, Verdict::DependsOnSetting);
         QCOMPARE(QString::fromStdString(c.dependsOn),
-                 QStringLiteral("holds at: n = 3; n = 4. Does not hold at: n = 2."));
-        c.checks[0].holds = true;
+                 QStringLiteral("Holds at: n = 3; n = 4. Does not hold at: n = 2."));
+        for (Check& k : c.checks)
+            k.outcome = Outcome::Holds;
         decide(c);
-        QCOMPARE(c.verdict, Verdict::Reproduced);
+        QCOMPARE(c.verdict, Verdict::Holds);
         QVERIFY(c.dependsOn.empty());
     }
 
@@ -195,13 +232,13 @@ private slots:
     {
         const Claim direct = kqvBeatsQkqvClaim(smallPaperA(), 1, 100);
         QCOMPARE(direct.checks.size(), std::size_t{3});
-        QCOMPARE(direct.verdict, Verdict::Reproduced);
+        QCOMPARE(direct.verdict, Verdict::Holds);
         // Swap which scheme is called KQV: the same numbers now contradict the claim everywhere.
         ResultSet swapped = smallPaperA();
         std::swap(swapped.schemes[1].name, swapped.schemes[2].name);
         const Claim reversed = kqvBeatsQkqvClaim(swapped, 1, 100);
         QCOMPARE(holding(reversed), 0);
-        QCOMPARE(reversed.verdict, Verdict::NotReproduced);
+        QCOMPARE(reversed.verdict, Verdict::Contradicted);
     }
 
     void heavyTailThresholds()
@@ -209,14 +246,15 @@ private slots:
         // KQV at 0.1 rad for both nu: stable; KV tenfold in phi: fails; QKQV flat.
         const Claim stable = heavyTailClaim(handMadeSweep(0.1));
         QCOMPARE(stable.checks.size(), std::size_t{3});
-        QCOMPARE(stable.verdict, Verdict::Reproduced);
+        QCOMPARE(stable.verdict, Verdict::Holds);
         // eps = 1 - cos(phi): doubling phi roughly quadruples eps, past the 1.5x stability bound.
         const Claim unstable = heavyTailClaim(handMadeSweep(0.2));
         QCOMPARE(unstable.verdict, Verdict::DependsOnSetting);
         QVERIFY(!unstable.checks[0].holds);
         QVERIFY(unstable.dependsOn.find("KQV stable") != std::string::npos);
+        QCOMPARE(unstable.checks[0].outcome, Outcome::Contradicted);
         // 1.2x in phi is 1.44x in eps: still stable.
-        QCOMPARE(heavyTailClaim(handMadeSweep(0.12)).verdict, Verdict::Reproduced);
+        QCOMPARE(heavyTailClaim(handMadeSweep(0.12)).verdict, Verdict::Holds);
     }
 
     void fisherRanksKlBetterThanRawMse()

@@ -18,14 +18,14 @@ using namespace kvlens;
 class TestFigures : public QObject {
     Q_OBJECT
 private slots:
-    void seedIntervalIsNormal()
+    void seedIntervalIsStudentT()
     {
         const std::vector<double> v = {1.0, 2.0, 3.0};
         const Interval i = seedInterval(v);
-        // sd = 1, half width = 1.96 / sqrt(3).
+        // sd = 1, half width = t(0.975, 2) / sqrt(3); t(0.975, 2) = 4.302652729911275 (R: qt(0.975, 2)).
         KVLENS_COMPARE_ABS(i.mean, 2.0, 1e-12);
-        KVLENS_COMPARE_ABS(i.high - i.mean, 1.959963984540054 / std::sqrt(3.0), 1e-12);
-        KVLENS_COMPARE_ABS(i.mean - i.low, 1.959963984540054 / std::sqrt(3.0), 1e-12);
+        KVLENS_COMPARE_ABS(i.high - i.mean, 4.302652729911275 / std::sqrt(3.0), 1e-9);
+        KVLENS_COMPARE_ABS(i.mean - i.low, 4.302652729911275 / std::sqrt(3.0), 1e-9);
         const Interval one = seedInterval(std::vector<double>{5.0});
         QCOMPARE(one.low, 5.0);
         QCOMPARE(one.high, 5.0);
@@ -82,10 +82,10 @@ private slots:
             double ss = 0.0;
             for (double v : perSeed)
                 ss += (v - mean) * (v - mean);
-            const double half = 1.959963984540054 * std::sqrt(ss / 3.0) / 2.0;
+            const double half = 3.182446305284263 * std::sqrt(ss / 3.0) / 2.0; // t(0.975, 3), R: qt(0.975, 3)
             KVLENS_COMPARE_ABS(r.recall.mean, mean, 1e-12);
-            KVLENS_COMPARE_ABS(r.recall.low, mean - half, 1e-12);
-            KVLENS_COMPARE_ABS(r.recall.high, mean + half, 1e-12);
+            KVLENS_COMPARE_ABS(r.recall.low, mean - half, 1e-9);
+            KVLENS_COMPARE_ABS(r.recall.high, mean + half, 1e-9);
             QVERIFY(r.recall.mean > 0.0 && r.recall.mean <= 1.0);
         }
         for (const auto& t : f.theory) {

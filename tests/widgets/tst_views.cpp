@@ -483,7 +483,7 @@ private slots:
         comparisons.setData(m_data);
         QCOMPARE(comparisons.table()->rowCount(), 3 * 2); // 3 pairs x 2 budgets
         QVERIFY(comparisons.seriesCount() >= 1);
-        QVERIFY(comparisons.dataCsv().startsWith(QStringLiteral("regime,point,budget,scheme_a")));
+        QVERIFY(comparisons.dataCsv().startsWith(QStringLiteral("regime,point,budget,budget_b,kind,scheme_a")));
         TheoryView theory;
         theory.setData(m_data);
         QCOMPARE(theory.table()->rowCount(), 3 * 2);
