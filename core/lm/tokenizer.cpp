@@ -118,6 +118,12 @@ std::unique_ptr<Tokenizer> makeIdsTokenizer(std::int32_t vocabSize)
 
 Result<TokenizerConfig> parseTokenizerConfig(std::string_view json, const std::string& label)
 {
+    if (json.size() > kMaxTokenizerConfigBytes)
+        return Error{label, "is " + io::byteSizeText(json.size()) + ", above the cap of "
+                                + io::byteSizeText(kMaxTokenizerConfigBytes) + " for tokenizer_config.json"};
+    if (jsonValueCount(json) > kMaxTokenizerConfigValues)
+        return Error{label, "holds more than " + std::to_string(kMaxTokenizerConfigValues)
+                                + " JSON values, above what a tokenizer_config.json needs"};
     auto parsed = io::parseJsonText(json);
     if (!parsed)
         return Error{label, parsed.error().message};

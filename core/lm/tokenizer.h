@@ -79,12 +79,15 @@ struct TokenizerConfig {
     std::optional<std::string> bosToken;
 };
 
-/// Parses tokenizer_config.json text (untrusted: io::parseJsonText). Refuses a non-object, an
-/// `add_bos_token` that is not a boolean or null, a `bos_token` of another shape, naming the key.
-Result<TokenizerConfig> parseTokenizerConfig(std::string_view json, const std::string& label);
-
 /// tokenizer_config.json is read whole below this size (the largest in use, with chat templates
 /// and every added token described, are under 1 MiB).
 inline constexpr std::uint64_t kMaxTokenizerConfigBytes = 16ull << 20;
+/// ... and holds at most this many JSON values (jsonValueCount).
+inline constexpr std::uint64_t kMaxTokenizerConfigValues = 1ull << 20;
+
+/// Parses tokenizer_config.json text (untrusted: size and value count capped, then
+/// io::parseJsonText). Refuses a non-object, an
+/// `add_bos_token` that is not a boolean or null, a `bos_token` of another shape, naming the key.
+Result<TokenizerConfig> parseTokenizerConfig(std::string_view json, const std::string& label);
 
 } // namespace kvlens::lm

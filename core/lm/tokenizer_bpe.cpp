@@ -655,17 +655,24 @@ const json& requireObject(const json& value, const std::string& path)
     return value;
 }
 
-/// A token id: an integer in [0, kMaxVocabSize).
-std::int32_t readId(const json& value, const std::string& path)
+/// A token id: an integer in [0, kMaxVocabSize). `path` (a callable giving the key) is only built
+/// for a refusal: the vocabulary loop calls this once per token.
+template <class Path>
+std::int32_t readIdAt(const json& value, const Path& path)
 {
     if (!value.is_number_integer())
-        refuse(path, "expected an integer token id, found " + io::describeJson(value));
+        refuse(path(), "expected an integer token id, found " + io::describeJson(value));
     const bool inRange = value.is_number_unsigned()
                              ? value.get<std::uint64_t>() < static_cast<std::uint64_t>(kMaxVocabSize)
                              : value.get<std::int64_t>() >= 0 && value.get<std::int64_t>() < kMaxVocabSize;
     if (!inRange)
-        refuse(path, "token id " + value.dump() + " is outside [0, " + std::to_string(kMaxVocabSize) + ")");
+        refuse(path(), "token id " + value.dump() + " is outside [0, " + std::to_string(kMaxVocabSize) + ")");
     return static_cast<std::int32_t>(value.get<std::int64_t>());
+}
+
+std::int32_t readId(const json& value, const std::string& path)
+{
+    return readIdAt(value, [&] { return path; });
 }
 
 std::string hexByte(unsigned b)
@@ -804,7 +811,9 @@ void parsePostProcessor(const json& value, const std::string& path, std::optiona
         const std::string where = path + ".single[" + std::to_string(i) + "]";
         if (!piece.is_object() || piece.size() != 1)
             refuse(where, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}");
-        const auto& [kind, body] = *piece.items().begin();
+        const auto first = piece.begin(); // items() would hand out a proxy that dies with its temporary
+        const std::string& kind = first.key();
+        const json& body = first.value();
         if (kind != "SpecialToken" && kind != "Sequence")
             refuse(where, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}, found " + io::quoteName(kind));
         requireObject(body, where + "." + kind);
@@ -836,11 +845,8 @@ void parsePostProcessor(const json& value, const std::string& path, std::optiona
 
 } // namespace
 
-Result<json> parseTokenizerJsonText(std::string_view text, const std::string& label)
+std::uint64_t jsonValueCount(std::string_view text)
 {
-    if (text.size() > kMaxTokenizerJsonBytes)
-        return Error{label, "is " + io::byteSizeText(text.size()) + ", above the cap of "
-                                + io::byteSizeText(kMaxTokenizerJsonBytes) + " for tokenizer.json"};
     std::uint64_t values = 0;
     bool inString = false, escaped = false;
     for (const char c : text) {
@@ -858,6 +864,15 @@ Result<json> parseTokenizerJsonText(std::string_view text, const std::string& la
         else if (c == ',' || c == ':' || c == '[' || c == '{')
             ++values;
     }
+    return values;
+}
+
+Result<json> parseTokenizerJsonText(std::string_view text, const std::string& label)
+{
+    if (text.size() > kMaxTokenizerJsonBytes)
+        return Error{label, "is " + io::byteSizeText(text.size()) + ", above the cap of "
+                                + io::byteSizeText(kMaxTokenizerJsonBytes) + " for tokenizer.json"};
+    const std::uint64_t values = jsonValueCount(text);
     if (values > kMaxTokenizerJsonValues)
         return Error{label, "holds more than " + std::to_string(kMaxTokenizerJsonValues)
                                 + " JSON values, above what a tokenizer.json needs"};
@@ -867,25 +882,32 @@ Result<json> parseTokenizerJsonText(std::string_view text, const std::string& la
     return std::move(*parsed);
 }
 
+namespace {
+
+bool hasByteLevelStep(const json& step)
+{
+    if (!step.is_object())
+        return false;
+    const auto type = step.find("type");
+    if (type == step.end() || !type->is_string())
+        return false;
+    if (*type == "ByteLevel")
+        return true;
+    const auto list = step.find("pretokenizers");
+    if (*type != "Sequence" || list == step.end() || !list->is_array())
+        return false;
+    // Recursion as deep as the JSON's nesting, which parseJsonText caps.
+    return std::any_of(list->begin(), list->end(), [](const json& inner) { return hasByteLevelStep(inner); });
+}
+
+} // namespace
+
 bool isByteLevelTokenizerJson(const json& root)
 {
     if (!root.is_object())
         return false;
     const auto it = root.find("pre_tokenizer");
-    if (it == root.end() || !it->is_object())
-        return false;
-    const auto type = it->find("type");
-    if (type == it->end() || !type->is_string())
-        return false;
-    if (*type == "ByteLevel")
-        return true;
-    const auto list = it->find("pretokenizers");
-    if (*type != "Sequence" || list == it->end() || !list->is_array())
-        return false;
-    for (const auto& step : *list)
-        if (step.is_object() && step.contains("type") && step["type"] == "ByteLevel")
-            return true;
-    return false;
+    return it != root.end() && hasByteLevelStep(*it);
 }
 
 Result<std::unique_ptr<BpeTokenizer>> bpeFromJson(const json& root, const std::string& label,
@@ -927,8 +949,10 @@ Result<std::unique_ptr<BpeTokenizer>> bpeFromJson(const json& root, const std::s
         std::unordered_map<std::int32_t, const std::string*> byId;
         byId.reserve(vocabIt->size());
         std::int32_t maxId = -1;
-        for (const auto& [token, idValue] : vocabIt->items()) {
-            const std::int32_t id = readId(idValue, "model.vocab[" + io::quoteName(token) + "]");
+        for (auto entry = vocabIt->cbegin(); entry != vocabIt->cend(); ++entry) {
+            const std::string& token = entry.key(); // the object's own key: stable while `root` lives
+            const json& idValue = entry.value();
+            const std::int32_t id = readIdAt(idValue, [&] { return "model.vocab[" + io::quoteName(token) + "]"; });
             const auto [it, fresh] = byId.emplace(id, &token);
             if (!fresh)
                 refuse("model.vocab", "id " + std::to_string(id) + " is given to both " + io::quoteName(*it->second)

@@ -74,6 +74,10 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+/// The commas, colons, '[' and '{' of JSON `text` outside strings: an upper bound on the values a
+/// parser would build, computed in one pass before parsing.
+std::uint64_t jsonValueCount(std::string_view text);
+
 /// tokenizer.json text to a JSON value, with its size (kMaxTokenizerJsonBytes) and value count
 /// (kMaxTokenizerJsonValues) checked first and nesting and duplicate keys refused
 /// (io::parseJsonText). Errors name `label`.

@@ -104,6 +104,7 @@ bool standsForItself(unsigned b)
 struct ByteLevelTable {
     std::array<char32_t, 256> chars{};
     std::array<int, 256> ranks{};
+    std::array<int, 68> remapped{}; // the byte that U+0100 + i stands for
     ByteLevelTable()
     {
         int rank = 0;
@@ -115,6 +116,7 @@ struct ByteLevelTable {
         char32_t next = 0x100;
         for (unsigned b = 0; b < 256; ++b)
             if (!standsForItself(b)) {
+                remapped[next - 0x100] = static_cast<int>(b);
                 chars[b] = next++;
                 ranks[b] = rank++;
             }
@@ -140,12 +142,7 @@ int byteLevelByte(char32_t c)
         return standsForItself(c) ? static_cast<int>(c) : -1;
     if (c >= 0x100 + 68)
         return -1;
-    // The 68 remapped bytes take U+0100.. in increasing byte order.
-    int seen = 0;
-    for (unsigned b = 0; b < 256; ++b)
-        if (!standsForItself(b) && seen++ == static_cast<int>(c - 0x100))
-            return static_cast<int>(b);
-    return -1;
+    return byteLevelTable().remapped[c - 0x100];
 }
 
 int byteLevelRank(std::uint8_t b)

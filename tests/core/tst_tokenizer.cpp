@@ -113,6 +113,12 @@ void TestTokenizer::tokenizerConfig()
     QVERIFY(!badToken);
     QVERIFY2(badToken.error().text().find("c.json: bos_token") == 0, badToken.error().text().c_str());
     QVERIFY(!parseTokenizerConfig("[]", "c.json"));
+    std::string many = "[";
+    for (std::uint64_t i = 0; i < kMaxTokenizerConfigValues; ++i)
+        many += "0,";
+    const auto values = parseTokenizerConfig(many + "0]", "c.json");
+    QVERIFY(!values);
+    QVERIFY2(values.error().text().find("more than 1048576 JSON values") != std::string::npos, values.error().text().c_str());
     QVERIFY(!parseTokenizerConfig("{", "c.json"));
 }
 
@@ -132,6 +138,14 @@ void TestTokenizer::loadsByteLevelBpe()
     const auto again = loadTokenizer(dir.path().toStdString(), 304);
     QVERIFY2(again, message(again).c_str());
     QCOMPARE((*again)->kind(), std::string("bpe"));
+    // A nested Sequence holding the ByteLevel step counts as byte-level too.
+    json nested = json::parse(fixtureText("llama3_tiny.json"));
+    nested["pre_tokenizer"] = json{{"type", "Sequence"}, {"pretokenizers", json::array({nested["pre_tokenizer"]})}};
+    writeFile(dir, "tokenizer.json", nested.dump());
+    const auto nestedLoaded = loadTokenizer(dir.path().toStdString(), 304);
+    QVERIFY2(nestedLoaded, message(nestedLoaded).c_str());
+    QCOMPARE((*nestedLoaded)->kind(), std::string("bpe"));
+    QCOMPARE(*(*nestedLoaded)->encode(" the"), std::vector<std::int32_t>{268});
     // Special tokens as text when asked.
     TokenizerOptions asText;
     asText.parseSpecialTokens = false;
