@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 using namespace kvlens;
 using namespace kvlens::lm;
@@ -153,6 +154,7 @@ private slots:
     void roundTrip_data();
     void roundTrip();
     void invalidUtf8Refused();
+    void encodeFromSeveralThreads();
     void refusals();
     void sizeCaps();
     void hostileTextsFinish();
@@ -562,6 +564,32 @@ void TestTokenizerBpe::invalidUtf8Refused()
     const auto ids = tokenizer->encode("a\xFF" "b");
     QVERIFY(!ids);
     QVERIFY2(ids.error().text().find("at byte 1") != std::string::npos, ids.error().text().c_str());
+}
+
+void TestTokenizerBpe::encodeFromSeveralThreads()
+{
+    // encode is const and keeps its scratch (regex state, cache) per call: four threads on one
+    // tokenizer get what one thread gets.
+    const auto tokenizer = build(fixture("llama3_tiny.json"));
+    QVERIFY(tokenizer);
+    std::string text;
+    for (int i = 0; i < 2000; ++i)
+        text += "hello world, the 12345 xyz <|x|>y it's naïve " + std::to_string(i) + "\n";
+    const auto expected = tokenizer->encode(text);
+    QVERIFY(expected);
+    std::vector<std::vector<std::int32_t>> results(4);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < results.size(); ++t)
+        threads.emplace_back([&, t] {
+            for (int repeat = 0; repeat < 3; ++repeat) {
+                auto ids = tokenizer->encode(text);
+                results[t] = ids ? *ids : std::vector<std::int32_t>{-1};
+            }
+        });
+    for (auto& thread : threads)
+        thread.join();
+    for (const auto& r : results)
+        QVERIFY(r == *expected);
 }
 
 void TestTokenizerBpe::refusals()
