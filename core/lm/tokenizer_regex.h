@@ -33,7 +33,11 @@ class RegexScratch;
 
 /// A compiled pattern, with UTF-8 and Unicode properties (PCRE2_UTF | PCRE2_UCP: \p{L}, \p{N},
 /// and \s, \w over all of Unicode) and JIT-compiled where the platform allows. Immutable: shared by
-/// threads, each with its own RegexScratch.
+/// threads, each with its own RegexScratch. PCRE2's \s counts U+0085 (NEL) and not U+FEFF, as
+/// Oniguruma (Hugging Face tokenizers: \s is 9-13, U+0085, Zs, Zl, Zp) and Python's regex (GPT-2's
+/// encoder.py) do; JavaScript ports differ on both, so their ids differ from these where such
+/// characters meet white space. One known difference from Oniguruma: PCRE2 10.42 also counts U+180E
+/// (MONGOLIAN VOWEL SEPARATOR, Cf since Unicode 6.3) as white space.
 class SplitRegex {
 public:
     ~SplitRegex();
