@@ -27,7 +27,7 @@ struct HeaderError {
 /// header it sees is capped at kNpyMaxHeaderBytes.
 class DictParser {
 public:
-    explicit DictParser(std::string_view text) : m_text(text) {}
+    DictParser(std::string_view text, std::string_view supported) : m_text(text), m_supported(supported) {}
 
     void parse()
     {
@@ -120,7 +120,7 @@ private:
             if (m_descr)
                 throw HeaderError{"duplicate header key 'descr'"};
             if (peek() == '[')
-                throw HeaderError{"structured dtypes (a list 'descr') are not supported (F16, F32, F64 only for .npy)"};
+                throw HeaderError{"structured dtypes (a list 'descr') are not supported (" + std::string(m_supported) + ")"};
             m_descr = parseString("'descr' as a string");
         } else if (key == "fortran_order") {
             if (m_fortran)
@@ -185,6 +185,7 @@ private:
     }
 
     std::string_view m_text;
+    std::string_view m_supported;
     std::size_t m_pos = 0;
     std::optional<std::string> m_descr;
     std::optional<bool> m_fortran;
@@ -225,12 +226,10 @@ Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, const
     return parseNpyHeader(bytes, bytes.size(), label);
 }
 
-Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, std::uint64_t fileSize,
-                                      const std::string& label, const std::string& tensor)
+Result<NpyRawHeader> parseNpyRawHeader(std::span<const std::uint8_t> bytes, std::uint64_t fileSize,
+                                       const std::string& label, std::string_view supportedTypes)
 {
-    const auto fail = [&](const std::string& message) {
-        return Error{label, "tensor " + quoteName(tensor) + ": " + message};
-    };
+    const auto fail = [&](const std::string& message) { return Error{label, message}; };
     if (bytes.size() > fileSize)
         return fail("given " + std::to_string(bytes.size()) + " bytes of a " + std::to_string(fileSize) + "-byte file");
     constexpr std::uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -268,21 +267,44 @@ Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, std::
         return fail("short read: " + std::to_string(bytes.size()) + " bytes given, the header needs "
                     + std::to_string(dataOffset));
 
+    NpyRawHeader raw;
+    raw.dataOffset = dataOffset;
+    try {
+        const std::string_view text(reinterpret_cast<const char*>(bytes.data() + preamble),
+                                    static_cast<std::size_t>(headerLength));
+        DictParser parser(text, supportedTypes);
+        parser.parse();
+        raw.descr = parser.descr();
+        raw.fortranOrder = parser.fortranOrder();
+        raw.shape = parser.shape();
+    } catch (const HeaderError& e) {
+        return fail(e.message);
+    }
+    return raw;
+}
+
+Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, std::uint64_t fileSize,
+                                      const std::string& label, const std::string& tensor)
+{
+    const auto fail = [&](const std::string& message) {
+        return Error{label, "tensor " + quoteName(tensor) + ": " + message};
+    };
+    auto raw = parseNpyRawHeader(bytes, fileSize, label);
+    if (!raw)
+        return fail(raw.error().message);
+    const std::uint64_t dataOffset = raw->dataOffset;
+
     TensorInfo info;
     info.name = tensor;
     info.dataOffset = dataOffset;
     info.fileBytes = fileSize;
     try {
-        const std::string_view text(reinterpret_cast<const char*>(bytes.data() + preamble),
-                                    static_cast<std::size_t>(headerLength));
-        DictParser parser(text);
-        parser.parse();
-        decodeDescr(parser.descr(), info);
-        info.fortranOrder = parser.fortranOrder();
-        info.shape = parser.shape();
+        decodeDescr(raw->descr, info);
     } catch (const HeaderError& e) {
         return fail(e.message);
     }
+    info.fortranOrder = raw->fortranOrder;
+    info.shape = std::move(raw->shape);
     const auto payload = checkedPayloadBytes(info.shape, info.dtype, tensor, label);
     if (!payload)
         return payload.error();

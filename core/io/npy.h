@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kvlens::io {
 
@@ -17,6 +19,23 @@ inline constexpr std::uint64_t kNpyMaxHeaderBytes = 64 * 1024;
 /// Magic (6) + version (2) + the longest length field (4): a prefix of this many bytes plus
 /// kNpyMaxHeaderBytes always holds a complete header.
 inline constexpr std::uint64_t kNpyMaxPreambleBytes = 12 + kNpyMaxHeaderBytes;
+
+/// What a .npy header says before its dtype is interpreted: for readers of element types that the
+/// tensor readers refuse (the int32/int64 token ids of core/lm/token_ids.h).
+struct NpyRawHeader {
+    std::string descr;                ///< as written, e.g. "<i8"
+    bool fortranOrder = false;
+    std::vector<std::int64_t> shape;
+    std::uint64_t dataOffset = 0;     ///< bytes before the payload
+};
+
+/// The magic, version, length field and dict of a .npy file of `fileSize` bytes whose first bytes are
+/// `bytes` (reference: numpy.lib.format), checked as parseNpyHeader checks them, but with the dtype
+/// and the payload size left to the caller. Errors are Error{label, message};
+/// `supportedTypes` is the parenthesis the refusal of a structured dtype ends with.
+Result<NpyRawHeader> parseNpyRawHeader(std::span<const std::uint8_t> bytes, std::uint64_t fileSize,
+                                       const std::string& label,
+                                       std::string_view supportedTypes = "F16, F32, F64 only for .npy");
 
 /// Parses the header of a whole .npy file held in `bytes` (reference: numpy.lib.format, "The .npy
 /// format", NEP 1). The single tensor is named "array". The payload must be exactly
