@@ -3,7 +3,7 @@
 # every project include must point down the layer order, core must include no Qt or OpenCL header,
 # and gpu and widgets must not include each other. Fails naming each offending file and include.
 #
-# Order, lowest first: core/common, core/rng, core/io, core/regimes, core/attention, core/quant,
+# Order, lowest first: core/common, core/rng, core/io, core/regimes, core/attention, core/lm, core/quant,
 # core/metrics, core/stats, core/model, core/experiment, core/analysis, core/report, then gpu and widgets (side by side),
 # then app.
 # KNOWN would list tolerated upward includes (none since the analyses moved to core/analysis); a
@@ -13,7 +13,7 @@ if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P layering.cmake")
 endif()
 
-set(LAYERS core/common core/rng core/io core/regimes core/attention core/quant core/metrics core/stats
+set(LAYERS core/common core/rng core/io core/regimes core/attention core/lm core/quant core/metrics core/stats
            core/model core/experiment core/analysis core/report gpu widgets app)
 set(KNOWN)
 
