@@ -101,8 +101,10 @@ struct ForwardResult {
 /// rotate_half (dimension i paired with i + headDim/2), inv_freq_i = theta^(-2i/headDim), angles
 /// t inv_freq_i computed in double and stored as float. Norms: RMSNorm x / sqrt(mean(x^2) + eps) w;
 /// LayerNorm (x - mean) / sqrt(var + eps) w + b. MLP: down(silu(gate x) * up x), or GPT-2
-/// c_proj(gelu_tanh(c_fc x)). Memory per forward: forwardBytes() (O(T (hidden + vocab))).
-/// forward() is const and may run from several threads at once (each call has its own workers).
+/// c_proj(gelu_tanh(c_fc x)). Memory per forward: forwardBytes() (O(T (hidden + vocab))), allocated
+/// by each call: a caller running many forwards should call retainFreedMemory() (core/common/memory.h)
+/// so the buffers reuse touched pages. forward() is const and may run from several threads at once
+/// (each call has its own workers, `threads` of them).
 class Transformer {
 public:
     /// Validates the weights against the config (checkWeightShapes). threads <= 0: hardware_concurrency.
