@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -92,9 +93,20 @@ public:
     }
 };
 
-void report(const char* what, const Transformer& m, const std::vector<std::int32_t>& tokens, const ForwardOptions& o,
-            double sgemm)
+struct Timing {
+    std::string what;
+    int tokens = 0;
+    double ms = 0.0;
+    double flops = 0.0;
+    double sgemm = 0.0; ///< GFLOP/s of a 1024^3 SGEMM on the same threads, the better of just before and just after
+};
+
+/// Times one forward configuration (median of 5 after a warm-up) and its FLOPs, between two SGEMM
+/// measurements: on a shared machine the rate moves within a run, so each figure is set against
+/// the machine as it was while that figure was taken.
+Timing measure(const char* what, const Transformer& m, const std::vector<std::int32_t>& tokens, const ForwardOptions& o)
 {
+    const double before = sgemmGflops(1024, m.threads());
     const int t = static_cast<int>(tokens.size());
     const double ms = medianMs(
         [&] {
@@ -108,10 +120,17 @@ void report(const char* what, const Transformer& m, const std::vector<std::int32
     const ModelConfig& c = m.config();
     // Rows before logitsStart skip the output head: 2 hidden vocab FLOPs each.
     const double flops = c.flopsPerToken(t) * t - 2.0 * c.hidden * double(c.vocab) * o.logitsStart;
-    const double gflops = flops / (ms * 1e6);
-    const double floorMs = flops / (sgemm * 1e6);
-    std::printf("  %-44s %8.1f ms  %8.0f tokens/s  %6.1f GFLOP/s  = %3.0f%% of SGEMM (floor %.1f ms, %.0f tokens/s)\n", what,
-                ms, t / (ms / 1000.0), gflops, 100.0 * gflops / sgemm, floorMs, t / (floorMs / 1000.0));
+    return {what, t, ms, flops, std::max(before, sgemmGflops(1024, m.threads()))};
+}
+
+void print(const Timing& r)
+{
+    const double sgemm = r.sgemm;
+    const double gflops = r.flops / (r.ms * 1e6);
+    const double floorMs = r.flops / (sgemm * 1e6);
+    std::printf("  %-40s %7.1f ms %7.0f tokens/s %6.1f GFLOP/s = %3.0f%% of SGEMM %5.1f (floor %.1f ms, %.0f tokens/s)\n",
+                r.what.c_str(), r.ms, r.tokens / (r.ms / 1000.0), gflops, 100.0 * gflops / sgemm, sgemm, floorMs,
+                r.tokens / (floorMs / 1000.0));
 }
 
 } // namespace
@@ -135,46 +154,58 @@ int main(int argc, char** argv)
     // A forward allocates its activations afresh (the logits alone are T x vocab floats); reusing
     // freed heap spares the first-touch page faults, as the experiment runner does.
     retainFreedMemory();
-    const double gemm1 = sgemmGflops(1024, 1), gemmN = sgemmGflops(1024, threads);
-    std::printf("kvlens-lm-bench: medians of 5 forwards after a warm-up, %d threads\n", threads);
-    std::printf("SGEMM 1024^3 (this run): %.1f GFLOP/s on 1 thread, %.1f on %d\n\n", gemm1, gemmN, threads);
+    std::printf("kvlens-lm-bench: medians of 5 forwards after a warm-up, %d threads; each against a 1024^3 SGEMM on\n"
+                "the same threads measured just before and just after it (the better of the two)\n\n", threads);
 
+    std::vector<Timing> gpt2, tiny;
+    std::string gpt2Line, tinyLine;
     {
         const Transformer m = gpt2Small(threads);
         std::vector<std::int32_t> tokens(512);
         Rng rng(EngineKind::Pcg64, 2);
         for (auto& id : tokens)
             id = static_cast<std::int32_t>(rng.nextU64() % 50257);
-        std::printf("GPT-2-small-shaped, random weights: %lld non-embedding parameters, %.2f GFLOP per token at T = 512\n",
-                    static_cast<long long>(m.config().nonEmbeddingParameters()), m.config().flopsPerToken(512) / 1e9);
-        report("512 tokens, all logits", m, tokens, {}, gemmN);
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "GPT-2-small-shaped, random weights: %lld non-embedding parameters, %.3f GFLOP per token at T = 512",
+                      static_cast<long long>(m.config().nonEmbeddingParameters()), m.config().flopsPerToken(512) / 1e9);
+        gpt2Line = line;
+        gpt2.push_back(measure("512 tokens, all logits", m, tokens, {}));
         ForwardOptions half;
         half.logitsStart = 256;
-        report("512 tokens, logits of the second half", m, tokens, half, gemmN);
+        gpt2.push_back(measure("512 tokens, logits of the second half", m, tokens, half));
         CopyHook hook;
         half.cache = &hook;
-        report("  ... with a copying cache hook", m, tokens, half, gemmN);
+        gpt2.push_back(measure("  ... with a copying cache hook", m, tokens, half));
         half.residual = 128;
-        report("  ... and a residual window of 128", m, tokens, half, gemmN);
+        gpt2.push_back(measure("  ... and a residual window of 128", m, tokens, half));
     }
     {
         LoadOptions options;
         options.threads = threads;
         auto m = Transformer::load(models + "/tiny-llama", options);
-        if (!m) {
-            std::printf("\n(shipped model not found: %s)\n", m.error().text().c_str());
-            return 0;
+        if (m) {
+            std::ifstream held(models + "/tiny-llama/heldout.txt", std::ios::binary);
+            std::vector<std::int32_t> tokens;
+            for (char ch; tokens.size() < 512 && held.get(ch);)
+                tokens.push_back(static_cast<unsigned char>(ch));
+            char line[256];
+            std::snprintf(line, sizeof line, "tiny-llama (%s): %lld non-embedding parameters, %.4f GFLOP per token at T = 512",
+                          m->config().summary().c_str(), static_cast<long long>(m->config().nonEmbeddingParameters()),
+                          m->config().flopsPerToken(512) / 1e9);
+            tinyLine = line;
+            tiny.push_back(measure("512 bytes of heldout.txt, all logits", *m, tokens, {}));
+            const std::vector<std::int32_t> first(tokens.begin(), tokens.begin() + 128);
+            tiny.push_back(measure("128 bytes, all logits", *m, first, {}));
+        } else {
+            tinyLine = "(shipped model not found: " + m.error().text() + ")";
         }
-        std::ifstream held(models + "/tiny-llama/heldout.txt", std::ios::binary);
-        std::vector<std::int32_t> tokens;
-        for (char ch; tokens.size() < 512 && held.get(ch);)
-            tokens.push_back(static_cast<unsigned char>(ch));
-        std::printf("\ntiny-llama (%s): %lld non-embedding parameters, %.4f GFLOP per token at T = %zu\n",
-                    m->config().summary().c_str(), static_cast<long long>(m->config().nonEmbeddingParameters()),
-                    m->config().flopsPerToken(static_cast<int>(tokens.size())) / 1e9, tokens.size());
-        report("512 bytes of heldout.txt, all logits", *m, tokens, {}, gemmN);
-        std::vector<std::int32_t> one(tokens.begin(), tokens.begin() + 128);
-        report("128 bytes, all logits", *m, one, {}, gemmN);
     }
+    std::printf("%s\n", gpt2Line.c_str());
+    for (const Timing& t : gpt2)
+        print(t);
+    std::printf("\n%s\n", tinyLine.c_str());
+    for (const Timing& t : tiny)
+        print(t);
     return 0;
 }
