@@ -29,7 +29,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 built=()
-for target in npy npz safetensors spec tokenizer_json; do
+for target in npy npz safetensors spec tokenizer_json hf_config weight_index; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
@@ -48,6 +48,11 @@ fuzz_one() {
     cp resources/presets/*.json resources/examples/*.json tests/data/spec_*.json "$corpus"/
   elif [ "$target" = tokenizer_json ]; then
     cp tests/data/tokenizers/*.json "$corpus"/
+  elif [ "$target" = hf_config ] || [ "$target" = weight_index ]; then
+    # Seeds: the test model folders' config.json and index files, each under a distinct name.
+    for f in tests/data/models/*/*.json resources/models/*/*.json; do
+      [ -f "$f" ] && cp "$f" "$corpus/$(echo "$f" | tr / _)"
+    done
   else
     find tests/data resources/examples -maxdepth 1 -type f ! -name '*.md' ! -name '*.json' -exec cp {} "$corpus"/ \;
   fi

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The decoder-only transformer forward pass: one causal chunk of tokens to logits as matrix
+// products, with a hook through which a quantized KV cache replaces what attention reads.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/common/types.h"
+#include "core/lm/hf_config.h"
+#include "core/lm/weights.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kvlens::lm {
+
+/// What a quantized KV cache does to the keys (after RoPE) and values one layer writes.
+class KvCacheHook {
+public:
+    virtual ~KvCacheHook() = default;
+    /// False: this layer's cache stays exact (per-layer attribution quantizes one layer at a time).
+    virtual bool quantizes(int layer) const = 0;
+    /// K, V: [T x head_dim] of KV head `kvHead` of `layer` for positions 0..T-1 of the chunk. Writes the
+    /// decoded cache contents khat, vhat (same shapes; they arrive sized so). Row t may depend only on
+    /// rows <= t (the codec is causal). Called concurrently for different (layer, kvHead): must be
+    /// thread-safe.
+    virtual void apply(int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat,
+                       RowMatrixXf& vhat) const = 0;
+};
+
+/// Which positions of the chunk to keep Q, K, V of (every layer from the start layer on).
+struct CaptureRequest {
+    int start = 0; ///< first position
+    int count = 0; ///< positions kept; 0: no capture
+};
+
+/// One layer's captured vectors, token-major per head, C order.
+struct LayerCapture {
+    std::vector<float> q; ///< [heads x count x headDim], after RoPE
+    std::vector<float> k; ///< [kvHeads x count x headDim], after RoPE, exact (before the cache hook)
+    std::vector<float> v; ///< [kvHeads x count x headDim], exact
+};
+
+/// One query's attention, for the drill-down view.
+struct ProbeRequest {
+    int layer = 0;
+    int head = 0;     ///< query head
+    int position = 0; ///< query position t in the chunk
+};
+
+/// The probed query's scores q.k_j / sqrt(headDim) and softmax probabilities over keys j = 0..t.
+/// "exact" reads the exact K; "cache" reads what the query attends to in this pass (the hook's
+/// keys, or the exact ones inside the residual window; equal to exact when the layer's cache is
+/// exact). Both use this pass's query.
+struct AttentionProbe {
+    ProbeRequest request;
+    int kvHead = 0;
+    std::vector<float> exactScores;  ///< [t + 1]
+    std::vector<float> cacheScores;  ///< [t + 1]
+    std::vector<double> exactProbs;  ///< [t + 1], softmax in double
+    std::vector<double> cacheProbs;  ///< [t + 1]
+};
+
+struct ForwardOptions {
+    const KvCacheHook* cache = nullptr; ///< null: exact cache
+    /// R > 0: query t sees EXACT K/V for keys t-R+1..t and the hook's for older keys (KIVI / Hugging
+    /// Face decode-faithful setting): two score matrices and a per-(query, key) mask. R = 0: every
+    /// query, its own token included, reads the hook's K/V (what llama.cpp does with -ctk/-ctv).
+    int residual = 0;
+    /// Logits are computed for rows logitsStart..T-1 only (scoring the second half of a chunk skips
+    /// half of the output head's product).
+    int logitsStart = 0;
+    /// Resumption: start at this layer from `startHidden`, the state entering it ([T x hidden], as
+    /// `layerInputs` captured it from a reference pass of the same tokens). 0: from the embeddings.
+    int startLayer = 0;
+    const RowMatrixXf* startHidden = nullptr;
+    /// When set: resized to `layers` and entry l set to the state entering layer l for l >= startLayer
+    /// (entries below startLayer left as they were).
+    std::vector<RowMatrixXf>* layerInputs = nullptr;
+    CaptureRequest capture;
+    std::optional<ProbeRequest> probe;
+    /// Polled between layers: true stops the pass with Error "cancelled".
+    std::function<bool()> cancelled;
+};
+
+struct ForwardResult {
+    RowMatrixXf logits;                 ///< [(T - logitsStart) x vocab]
+    std::vector<LayerCapture> capture;  ///< [layers] when requested (entries below startLayer empty)
+    std::optional<AttentionProbe> probe;
+};
+
+/// A decoder-only transformer (Llama, Mistral, Qwen2, GPT-2) held as float32 weights.
+///
+/// A chunk of T tokens at positions 0..T-1 runs in one causal pass: every projection is one matrix
+/// product over all T rows, split by output columns over the worker threads (Eigen itself is
+/// single-threaded here, EIGEN_DONT_PARALLELIZE); attention runs per (query head, block of
+/// kAttentionBlock queries) with scores only over the keys the block can see. RoPE: Hugging Face's
+/// rotate_half (dimension i paired with i + headDim/2), inv_freq_i = theta^(-2i/headDim), angles
+/// t inv_freq_i computed in double and stored as float. Norms: RMSNorm x / sqrt(mean(x^2) + eps) w;
+/// LayerNorm (x - mean) / sqrt(var + eps) w + b. MLP: down(silu(gate x) * up x), or GPT-2
+/// c_proj(gelu_tanh(c_fc x)). Memory per forward: forwardBytes() (O(T (hidden + vocab))), allocated
+/// by each call: a caller running many forwards should call retainFreedMemory() (core/common/memory.h)
+/// so the buffers reuse touched pages. forward() is const and may run from several threads at once
+/// (each call has its own workers, `threads` of them).
+class Transformer {
+public:
+    /// Validates the weights against the config (checkWeightShapes). threads <= 0: hardware_concurrency.
+    static Result<Transformer> create(ModelConfig config, ModelWeights weights, int threads = 0);
+    /// loadHfConfig(dir), loadWeights(dir, config, options), create(..., options.threads).
+    static Result<Transformer> load(const std::string& dir, const LoadOptions& options = {});
+
+    const ModelConfig& config() const { return m_config; }
+    const ModelWeights& weights() const { return m_weights; }
+    int threads() const { return m_threads; }
+
+    /// Logits of `tokens` (ids in [0, vocab)) as one chunk at positions 0..T-1. Refused naming the
+    /// field: no tokens, an id out of range ('tokens[i]'), a chunk longer than maxChunkTokens()
+    /// ('n_positions' or 'sliding_window' of the config), options out of range ('residual',
+    /// 'logitsStart', 'startLayer', 'startHidden', 'capture', 'probe'), a cache hook that returns
+    /// the wrong shape or a non-finite value (naming layer, KV head and row), cancellation
+    /// ("cancelled"), and memory exhaustion.
+    Result<ForwardResult> forward(std::span<const std::int32_t> tokens, const ForwardOptions& options = {}) const;
+
+private:
+    Transformer(ModelConfig config, ModelWeights weights, int threads);
+
+    ModelConfig m_config;
+    ModelWeights m_weights;
+    int m_threads = 1;
+};
+
+} // namespace kvlens::lm

@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The transformer forward pass: a one-layer model with closed-form logits (RoPE pairing, causal
+// attention, GQA), Hugging Face folders against an independent PyTorch forward, the shipped model,
+// and the KV-cache hook's contract (identity, causality, residual window), probe, capture,
+// resumption, cancellation and refusals.
+#include "common/approx.h"
+#include "core/io/tensor_file.h"
+#include "core/lm/transformer.h"
+
+#include <QFile>
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+
+using namespace kvlens;
+using namespace kvlens::lm;
+
+namespace {
+
+const std::string kModels = std::string(KVLENS_TEST_DATA_DIR) + "/models";
+
+/// The ids of a 1-D little-endian int64 .npy file (version 1 header), which core/io's float
+/// readers do not take: magic, version, header length, the header dict, then the payload.
+std::vector<std::int32_t> readTokens(const std::string& path)
+{
+    QFile f(QString::fromStdString(path));
+    if (!f.open(QIODevice::ReadOnly))
+        qFatal("cannot open %s", path.c_str());
+    const QByteArray bytes = f.readAll();
+    if (!bytes.startsWith("\x93NUMPY\x01"))
+        qFatal("%s: not a version-1 .npy file", path.c_str());
+    const int headerLength = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+    const QByteArray header = bytes.mid(10, headerLength);
+    if (!header.contains("'descr': '<i8'") || !header.contains("'fortran_order': False"))
+        qFatal("%s: expected little-endian int64 in C order: %s", path.c_str(), header.constData());
+    const qsizetype count = (bytes.size() - 10 - headerLength) / 8;
+    std::vector<std::int32_t> ids;
+    for (qsizetype i = 0; i < count; ++i) {
+        std::int64_t v = 0;
+        std::memcpy(&v, bytes.constData() + 10 + headerLength + 8 * i, 8);
+        ids.push_back(static_cast<std::int32_t>(v));
+    }
+    return ids;
+}
+
+RowMatrixXf readMatrix(const std::string& path, Eigen::Index rows, Eigen::Index cols)
+{
+    auto t = io::readTensor(path, "");
+    if (!t)
+        qFatal("%s", t.error().text().c_str());
+    if (static_cast<Eigen::Index>(t->data.size()) != rows * cols)
+        qFatal("%s: %zu values, expected %ld", path.c_str(), t->data.size(), long(rows * cols));
+    return Eigen::Map<const RowMatrixXf>(t->data.data(), rows, cols);
+}
+
+Transformer loadModel(const std::string& dir, int threads = 2)
+{
+    LoadOptions options;
+    options.threads = threads;
+    auto m = Transformer::load(dir, options);
+    if (!m)
+        qFatal("%s", m.error().text().c_str());
+    return std::move(*m);
+}
+
+RowMatrixXf logitsOf(const Transformer& m, const std::vector<std::int32_t>& tokens, const ForwardOptions& o = {})
+{
+    auto r = m.forward(tokens, o);
+    if (!r)
+        qFatal("%s", r.error().text().c_str());
+    return std::move(r->logits);
+}
+
+// ----------------------------------------------------------------------------- the closed-form model
+
+constexpr double kA = 2.0;    // q/k gain
+constexpr double kEps = 1e-6; // RMSNorm epsilon
+constexpr int kVocab = 6;
+
+double phi(int token)
+{
+    return 0.7 * token + 0.3;
+}
+
+double headEntry(int v, int i)
+{
+    return std::sin(v + 2.0 * i);
+}
+
+/// One layer, hidden 4, two query heads of dimension 4 sharing one KV head, MLP weights zero.
+/// Embedding of token k: (1, 1, cos phi_k, sin phi_k), so every RMS-normed input is e / r0 with the
+/// same r0 = sqrt(3/4 + eps). q (head 0) = (a h_0, 0, 0, 0), q (head 1) = (0, a h_0, 0, 0),
+/// k = (0, 0, a h_0, 0), v = (h_2, h_3, 0, 0); o_proj sends head 0's first two output dimensions
+/// to hidden 0, 1 and head 1's to hidden 2, 3.
+Transformer closedFormModel(int threads = 2, int slidingWindow = 0)
+{
+    ModelConfig c;
+    c.source = "closed-form";
+    c.architecture = Architecture::Llama;
+    c.layers = 1;
+    c.hidden = 4;
+    c.heads = 2;
+    c.kvHeads = 1;
+    c.headDim = 4;
+    c.intermediate = 2;
+    c.vocab = kVocab;
+    c.maxPositions = 64;
+    c.normEps = kEps;
+    c.ropeTheta = 10000.0;
+    c.slidingWindow = slidingWindow;
+    ModelWeights w;
+    w.embed.resize(kVocab, 4);
+    for (int k = 0; k < kVocab; ++k)
+        w.embed.row(k) << 1.0f, 1.0f, float(std::cos(phi(k))), float(std::sin(phi(k)));
+    LayerWeights l;
+    l.attnNorm = RowVectorXf::Ones(4);
+    l.qkv = RowMatrixXf::Zero(16, 4);
+    l.qkv(0, 0) = float(kA);  // head 0, dim 0
+    l.qkv(5, 0) = float(kA);  // head 1, dim 1
+    l.qkv(10, 0) = float(kA); // k, dim 2
+    l.qkv(12, 2) = 1.0f;      // v dim 0 = h_2
+    l.qkv(13, 3) = 1.0f;      // v dim 1 = h_3
+    l.out = RowMatrixXf::Zero(4, 8);
+    l.out(0, 0) = l.out(1, 1) = l.out(2, 4) = l.out(3, 5) = 1.0f;
+    l.mlpNorm = RowVectorXf::Ones(4);
+    l.up = RowMatrixXf::Zero(4, 4);
+    l.down = RowMatrixXf::Zero(4, 2);
+    w.layers.push_back(l);
+    w.finalNorm = RowVectorXf::Ones(4);
+    w.lmHead.resize(kVocab, 4);
+    for (int v = 0; v < kVocab; ++v)
+        for (int i = 0; i < 4; ++i)
+            w.lmHead(v, i) = float(headEntry(v, i));
+    auto m = Transformer::create(c, w, threads);
+    if (!m)
+        qFatal("%s", m.error().text().c_str());
+    return std::move(*m);
+}
+
+/// Head 0's attention weights of query t: softmax_j<=t of (a u)^2 / 2 sin(t - j), u = 1 / r0:
+/// rotate-half RoPE turns q = (a u, 0, 0, 0) into (a u cos t, 0, a u sin t, 0) (dimensions 0 and 2
+/// pair, frequency theta^0 = 1) and k = (0, 0, a u, 0) into (-a u sin j, 0, a u cos j, 0).
+std::vector<double> closedFormWeights(int t)
+{
+    const double u = 1.0 / std::sqrt(0.75 + kEps);
+    std::vector<double> s(static_cast<std::size_t>(t + 1));
+    double mx = -1e300, sum = 0.0;
+    for (int j = 0; j <= t; ++j)
+        mx = std::max(mx, s[std::size_t(j)] = (kA * u) * (kA * u) / 2.0 * std::sin(double(t - j)));
+    for (double& x : s)
+        sum += (x = std::exp(x - mx));
+    for (double& x : s)
+        x /= sum;
+    return s;
+}
+
+/// The closed form's logits [T x vocab]: head 1's scores are 0 (its query sits on dimensions 1, 3,
+/// the key on 0, 2), so it averages v_j over j <= t.
+RowMatrixXd closedFormLogits(const std::vector<std::int32_t>& tokens)
+{
+    const int T = static_cast<int>(tokens.size());
+    const double u = 1.0 / std::sqrt(0.75 + kEps);
+    RowMatrixXd out(T, kVocab);
+    for (int t = 0; t < T; ++t) {
+        const std::vector<double> p = closedFormWeights(t);
+        double h0a = 0, h0b = 0, h1a = 0, h1b = 0;
+        for (int j = 0; j <= t; ++j) {
+            const double v0 = std::cos(phi(tokens[std::size_t(j)])) * u, v1 = std::sin(phi(tokens[std::size_t(j)])) * u;
+            h0a += p[std::size_t(j)] * v0;
+            h0b += p[std::size_t(j)] * v1;
+            h1a += v0 / (t + 1);
+            h1b += v1 / (t + 1);
+        }
+        const double k = phi(tokens[std::size_t(t)]);
+        const double x[4] = {1.0 + h0a, 1.0 + h0b, std::cos(k) + h1a, std::sin(k) + h1b};
+        const double ms = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]) / 4.0;
+        const double r = 1.0 / std::sqrt(ms + kEps);
+        for (int v = 0; v < kVocab; ++v) {
+            double l = 0;
+            for (int i = 0; i < 4; ++i)
+                l += headEntry(v, i) * x[i] * r;
+            out(t, v) = l;
+        }
+    }
+    return out;
+}
+
+// ----------------------------------------------------------------------------- hooks
+
+/// Returns K and V unchanged.
+class IdentityHook : public KvCacheHook {
+public:
+    bool quantizes(int) const override { return true; }
+    void apply(int, int, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat, RowMatrixXf& vhat) const override
+    {
+        khat = k;
+        vhat = v;
+    }
+};
+
+/// Adds `delta` to the rows `rows` selects, in the layers `layers` selects.
+class PerturbHook : public KvCacheHook {
+public:
+    PerturbHook(std::function<bool(int)> rows, std::function<bool(int)> layers = {}, float delta = 0.5f)
+        : m_rows(std::move(rows)), m_layers(std::move(layers)), m_delta(delta)
+    {
+    }
+    bool quantizes(int layer) const override { return !m_layers || m_layers(layer); }
+    void apply(int, int, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat, RowMatrixXf& vhat) const override
+    {
+        khat = k;
+        vhat = v;
+        for (Eigen::Index r = 0; r < k.rows(); ++r)
+            if (m_rows(static_cast<int>(r))) {
+                khat.row(r).array() += m_delta;
+                vhat.row(r).array() -= m_delta;
+            }
+    }
+
+private:
+    std::function<bool(int)> m_rows, m_layers;
+    float m_delta;
+};
+
+/// Writes a wrong shape or a NaN.
+class BrokenHook : public KvCacheHook {
+public:
+    explicit BrokenHook(bool nan) : m_nan(nan) {}
+    bool quantizes(int) const override { return true; }
+    void apply(int, int, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat, RowMatrixXf& vhat) const override
+    {
+        khat = k;
+        vhat = v;
+        if (m_nan)
+            vhat(2, 1) = std::numeric_limits<float>::quiet_NaN();
+        else
+            khat.resize(k.rows() - 1, k.cols());
+    }
+
+private:
+    bool m_nan;
+};
+
+double maxAbsDiff(const RowMatrixXf& a, const RowMatrixXf& b)
+{
+    return double((a - b).cwiseAbs().maxCoeff());
+}
+
+bool rowsEqual(const RowMatrixXf& a, const RowMatrixXf& b, Eigen::Index r)
+{
+    return (a.row(r).array() == b.row(r).array()).all();
+}
+
+} // namespace
+
+class TestLmForward : public QObject {
+    Q_OBJECT
+
+private slots:
+    void closedForm()
+    {
+        const std::vector<std::int32_t> tokens = {3, 0, 5, 1, 4, 2, 2, 5, 0, 1};
+        const RowMatrixXd expected = closedFormLogits(tokens);
+        for (int threads : {1, 3}) {
+            const Transformer m = closedFormModel(threads);
+            const RowMatrixXf got = logitsOf(m, tokens);
+            QCOMPARE(got.rows(), Eigen::Index(tokens.size()));
+            QCOMPARE(got.cols(), Eigen::Index(kVocab));
+            for (Eigen::Index t = 0; t < got.rows(); ++t)
+                for (Eigen::Index v = 0; v < got.cols(); ++v)
+                    KVLENS_COMPARE_ABS(got(t, v), expected(t, v), 2e-6);
+        }
+    }
+
+    void closedFormProbeAndCapture()
+    {
+        const std::vector<std::int32_t> tokens = {3, 0, 5, 1, 4, 2, 2, 5, 0, 1};
+        const Transformer m = closedFormModel();
+        ForwardOptions o;
+        o.probe = ProbeRequest{0, 0, 7};
+        o.capture = {2, 5};
+        auto r = m.forward(tokens, o);
+        QVERIFY(r);
+        QVERIFY(r->probe);
+        const std::vector<double> p = closedFormWeights(7);
+        QCOMPARE(r->probe->exactProbs.size(), std::size_t(8));
+        QCOMPARE(r->probe->kvHead, 0);
+        for (std::size_t j = 0; j < p.size(); ++j) {
+            KVLENS_COMPARE_ABS(r->probe->exactProbs[j], p[j], 1e-6);
+            QCOMPARE(r->probe->cacheProbs[j], r->probe->exactProbs[j]); // no hook: the cache is exact
+        }
+        // Captured K after RoPE at positions 2..6: (-a u sin j, 0, a u cos j, 0).
+        const double u = 1.0 / std::sqrt(0.75 + kEps);
+        QCOMPARE(r->capture.size(), std::size_t(1));
+        const LayerCapture& cap = r->capture[0];
+        QCOMPARE(cap.k.size(), std::size_t(1 * 5 * 4));
+        QCOMPARE(cap.q.size(), std::size_t(2 * 5 * 4));
+        for (int i = 0; i < 5; ++i) {
+            const int j = 2 + i;
+            KVLENS_COMPARE_ABS(cap.k[std::size_t(i * 4 + 0)], -kA * u * std::sin(j), 1e-6);
+            KVLENS_COMPARE_ABS(cap.k[std::size_t(i * 4 + 1)], 0.0, 1e-7);
+            KVLENS_COMPARE_ABS(cap.k[std::size_t(i * 4 + 2)], kA * u * std::cos(j), 1e-6);
+            // Head 1's query at position j (second head block): (0, a u cos(j/100), 0, a u sin(j/100)).
+            KVLENS_COMPARE_ABS(cap.q[std::size_t((5 + i) * 4 + 1)], kA * u * std::cos(j / 100.0), 1e-6);
+            KVLENS_COMPARE_ABS(cap.q[std::size_t((5 + i) * 4 + 3)], kA * u * std::sin(j / 100.0), 1e-6);
+            // V is not rotated: (h_2, h_3, 0, 0).
+            KVLENS_COMPARE_ABS(cap.v[std::size_t(i * 4 + 0)], std::cos(phi(tokens[std::size_t(j)])) * u, 1e-6);
+        }
+    }
+
+    void referenceFolders_data()
+    {
+        QTest::addColumn<QString>("folder");
+        for (const char* f : {"llama_gqa", "llama_tied_ropeparams", "qwen2_bias", "gpt2", "gpt2_prefixed", "llama_bf16_sharded"})
+            QTest::newRow(f) << QString(f);
+    }
+
+    /// Each folder's logits against scripts/make_test_models.py's double-precision PyTorch forward
+    /// of the same stored weights: at most 1e-4 absolute on float32 logits.
+    void referenceFolders()
+    {
+        QFETCH(QString, folder);
+        const std::string dir = kModels + "/" + folder.toStdString();
+        const Transformer m = loadModel(dir);
+        const auto tokens = readTokens(dir + "/tokens.npy");
+        const RowMatrixXf expected = readMatrix(dir + "/reference_logits.npy", Eigen::Index(tokens.size()), m.config().vocab);
+        const RowMatrixXf got = logitsOf(m, tokens);
+        const double err = maxAbsDiff(got, expected);
+        qInfo("%s: max |logit error| %.3g over %ld x %d logits", qPrintable(folder), err, long(got.rows()), m.config().vocab);
+        KVLENS_VERIFY_IN_RANGE(err, 0.0, 1e-4);
+    }
+
+    /// The shipped model against the logits its training script computed from the saved weights:
+    /// the first two 128-byte chunks of heldout.txt, at most 1e-4 absolute.
+    void shippedModel()
+    {
+        const std::string dir = std::string(KVLENS_MODELS_DIR) + "/tiny-llama";
+        const Transformer m = loadModel(dir);
+        QCOMPARE(m.config().vocab, 256);
+        QVERIFY(m.config().kvHeads < m.config().heads);
+        QFile held(QString::fromStdString(dir + "/heldout.txt"));
+        QVERIFY(held.open(QIODevice::ReadOnly));
+        const QByteArray bytes = held.read(256);
+        QCOMPARE(bytes.size(), 256);
+        const RowMatrixXf expected = readMatrix(dir + "/reference_logits.npy", 256, 256);
+        for (int chunk = 0; chunk < 2; ++chunk) {
+            std::vector<std::int32_t> ids;
+            for (int i = 0; i < 128; ++i)
+                ids.push_back(static_cast<unsigned char>(bytes[chunk * 128 + i]));
+            const RowMatrixXf got = logitsOf(m, ids);
+            const double err = maxAbsDiff(got, expected.middleRows(chunk * 128, 128));
+            qInfo("tiny-llama chunk %d: max |logit error| %.3g", chunk, err);
+            KVLENS_VERIFY_IN_RANGE(err, 0.0, 1e-4);
+        }
+    }
+
+    void identityHookIsBitIdentical()
+    {
+        for (const char* f : {"llama_gqa", "gpt2"}) {
+            const Transformer m = loadModel(kModels + "/" + f);
+            const auto tokens = readTokens(kModels + "/" + f + "/tokens.npy");
+            const RowMatrixXf base = logitsOf(m, tokens);
+            IdentityHook hook;
+            ForwardOptions o;
+            o.cache = &hook;
+            QVERIFY2((logitsOf(m, tokens, o).array() == base.array()).all(), f);
+        }
+    }
+
+    /// A hook that changes rows > t leaves the logits of positions <= t bit for bit unchanged
+    /// (residual 0): the codec is causal and so is attention.
+    void causality()
+    {
+        const Transformer m = loadModel(kModels + "/llama_gqa");
+        const auto tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        const RowMatrixXf base = logitsOf(m, tokens);
+        for (int t : {0, 9, 20}) {
+            PerturbHook hook([t](int row) { return row > t; });
+            ForwardOptions o;
+            o.cache = &hook;
+            const RowMatrixXf q = logitsOf(m, tokens, o);
+            for (int r = 0; r <= t; ++r)
+                QVERIFY2(rowsEqual(q, base, r), qPrintable(QString("row %1 changed, t = %2").arg(r).arg(t)));
+            QVERIFY((q.bottomRows(q.rows() - t - 1) - base.bottomRows(q.rows() - t - 1)).cwiseAbs().maxCoeff() > 1e-3f);
+        }
+        // Residual 0: a query reads its own token's key from the cache too.
+        PerturbHook first([](int row) { return row == 0; });
+        ForwardOptions o;
+        o.cache = &first;
+        QVERIFY(!rowsEqual(logitsOf(m, tokens, o), base, 0));
+    }
+
+    void residualWindow()
+    {
+        const Transformer m = loadModel(kModels + "/qwen2_bias");
+        const auto tokens = readTokens(kModels + "/qwen2_bias/tokens.npy");
+        const int T = static_cast<int>(tokens.size());
+        const RowMatrixXf base = logitsOf(m, tokens);
+        PerturbHook all([](int) { return true; });
+        ForwardOptions o;
+        o.cache = &all;
+        o.residual = T; // every key of every query is inside the window: the hook has no effect
+        QVERIFY((logitsOf(m, tokens, o).array() == base.array()).all());
+        o.residual = 1;
+        QVERIFY(maxAbsDiff(logitsOf(m, tokens, o), base) > 1e-3);
+
+        // Only key 0 is changed, R = T - 1: query t reads key 0 from the cache iff t - 0 >= R, so
+        // only the last position moves, in every layer, and all the others stay bit-identical.
+        PerturbHook first([](int row) { return row == 0; });
+        o.cache = &first;
+        o.residual = T - 1;
+        const RowMatrixXf q = logitsOf(m, tokens, o);
+        for (int r = 0; r < T - 1; ++r)
+            QVERIFY2(rowsEqual(q, base, r), qPrintable(QString("row %1").arg(r)));
+        QVERIFY(!rowsEqual(q, base, T - 1));
+        o.residual = T - 2; // now the last two
+        const RowMatrixXf q2 = logitsOf(m, tokens, o);
+        QVERIFY(rowsEqual(q2, base, T - 3));
+        QVERIFY(!rowsEqual(q2, base, T - 2));
+    }
+
+    void probeWithHook()
+    {
+        const Transformer m = loadModel(kModels + "/llama_gqa");
+        const auto tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        PerturbHook all([](int) { return true; }, {}, 0.25f);
+        ForwardOptions o;
+        o.cache = &all;
+        o.probe = ProbeRequest{1, 3, 17};
+        auto r = m.forward(tokens, o);
+        QVERIFY(r && r->probe);
+        QCOMPARE(r->probe->kvHead, 1); // 4 query heads over 2 KV heads: head 3 reads KV head 1
+        QCOMPARE(r->probe->exactScores.size(), std::size_t(18));
+        double se = 0, sc = 0, diff = 0;
+        for (std::size_t j = 0; j < 18; ++j) {
+            se += r->probe->exactProbs[j];
+            sc += r->probe->cacheProbs[j];
+            diff = std::max(diff, std::abs(double(r->probe->exactScores[j] - r->probe->cacheScores[j])));
+        }
+        KVLENS_COMPARE_ABS(se, 1.0, 1e-12);
+        KVLENS_COMPARE_ABS(sc, 1.0, 1e-12);
+        QVERIFY(diff > 1e-3); // the perturbed keys move every score
+        // The cache scores are the query against the perturbed keys: q.(k + 0.25) = q.k + 0.25 sum(q),
+        // so exact - cache is the same for every key j.
+        const double offset = double(r->probe->cacheScores[0] - r->probe->exactScores[0]);
+        for (std::size_t j = 1; j < 18; ++j)
+            KVLENS_COMPARE_ABS(double(r->probe->cacheScores[j] - r->probe->exactScores[j]), offset, 1e-4);
+    }
+
+    /// Starting at layer L from the captured input of layer L gives the full pass's logits, with or
+    /// without a hook that quantizes only layer L (per-layer attribution).
+    void resumption()
+    {
+        const Transformer m = loadModel(kModels + "/llama_bf16_sharded");
+        const auto tokens = readTokens(kModels + "/llama_bf16_sharded/tokens.npy");
+        std::vector<RowMatrixXf> inputs;
+        ForwardOptions ref;
+        ref.layerInputs = &inputs;
+        const RowMatrixXf base = logitsOf(m, tokens, ref);
+        QCOMPARE(inputs.size(), std::size_t(m.config().layers));
+        for (int layer = 0; layer < m.config().layers; ++layer) {
+            PerturbHook only([](int) { return true; }, [layer](int l) { return l == layer; });
+            ForwardOptions full;
+            full.cache = &only;
+            const RowMatrixXf fromStart = logitsOf(m, tokens, full);
+            ForwardOptions resumed = full;
+            resumed.startLayer = layer;
+            resumed.startHidden = &inputs[std::size_t(layer)];
+            QVERIFY((logitsOf(m, tokens, resumed).array() == fromStart.array()).all());
+            resumed.cache = nullptr;
+            QVERIFY((logitsOf(m, tokens, resumed).array() == base.array()).all());
+            QVERIFY(maxAbsDiff(fromStart, base) > 1e-3);
+        }
+        // The state entering layer 0 is the embedding of the tokens (Llama: no positions added).
+        for (std::size_t t = 0; t < tokens.size(); ++t)
+            QVERIFY((inputs[0].row(Eigen::Index(t)).array() == m.weights().embed.row(tokens[t]).array()).all());
+    }
+
+    void logitsStartAndThreads()
+    {
+        const auto tokens = readTokens(kModels + "/gpt2_prefixed/tokens.npy");
+        const Transformer one = loadModel(kModels + "/gpt2_prefixed", 1), three = loadModel(kModels + "/gpt2_prefixed", 3);
+        const RowMatrixXf full = logitsOf(one, tokens);
+        ForwardOptions o;
+        o.logitsStart = 16;
+        const RowMatrixXf half = logitsOf(one, tokens, o);
+        QCOMPARE(half.rows(), full.rows() - 16);
+        KVLENS_VERIFY_IN_RANGE(maxAbsDiff(half, full.bottomRows(full.rows() - 16)), 0.0, 1e-6);
+        KVLENS_VERIFY_IN_RANGE(maxAbsDiff(logitsOf(three, tokens), full), 0.0, 1e-5);
+    }
+
+    void cancellation()
+    {
+        const Transformer m = loadModel(kModels + "/llama_gqa");
+        const auto tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        int polls = 0;
+        ForwardOptions o;
+        o.cancelled = [&] { return ++polls > 1000; };
+        QVERIFY(m.forward(tokens, o));
+        QCOMPARE(polls, m.config().layers + 1); // before each layer and before the head
+        polls = 0;
+        o.cancelled = [&] { return ++polls == 2; };
+        auto r = m.forward(tokens, o);
+        QVERIFY(!r);
+        QCOMPARE(r.error().text(), std::string("cancelled"));
+    }
+
+    void refusals_data()
+    {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("no tokens") << 0 << "tokens: no tokens";
+        QTest::newRow("token out of range") << 1 << "tokens[3]: id 300 is outside the vocabulary [0, 299]";
+        QTest::newRow("negative token") << 2 << "tokens[0]: id -1";
+        QTest::newRow("learned positions") << 3 << "/models/gpt2/config.json: 'n_positions' = 64: a chunk of 65 tokens";
+        QTest::newRow("sliding window") << 4 << "closed-form: 'sliding_window' = 8: a chunk of 10 tokens";
+        QTest::newRow("residual") << 5 << "residual: must be >= 0";
+        QTest::newRow("logitsStart") << 6 << "logitsStart: must be in [0, 31]";
+        QTest::newRow("startLayer") << 7 << "startLayer: must be in [0, 2]";
+        QTest::newRow("startHidden missing") << 8 << "startHidden: is needed";
+        QTest::newRow("startHidden shape") << 9 << "startHidden: has shape [32 x 63]";
+        QTest::newRow("capture") << 10 << "capture: positions [30, +5)";
+        QTest::newRow("probe head") << 11 << "probe: head 4 must be in [0, 3]";
+        QTest::newRow("probe position") << 12 << "probe: position 32 must be in [0, 31]";
+        QTest::newRow("hook shape") << 13 << "cache: the cache hook returned khat of shape [31 x 16] for layer 0, KV head";
+        QTest::newRow("hook NaN") << 14 << "cache: the cache hook returned a non-finite vhat value for layer 0, KV head";
+    }
+
+    void refusals()
+    {
+        QFETCH(int, kind);
+        QFETCH(QString, expected);
+        const Transformer m = loadModel(kModels + "/llama_gqa");
+        std::vector<std::int32_t> tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        ForwardOptions o;
+        RowMatrixXf hidden = RowMatrixXf::Zero(32, 63);
+        BrokenHook shape(false), nan(true);
+        Result<ForwardResult> r = Error{"", "not run"};
+        switch (kind) {
+        case 0: tokens.clear(); break;
+        case 1: tokens[3] = 300; break;
+        case 2: tokens[0] = -1; break;
+        case 3: {
+            const Transformer g = loadModel(kModels + "/gpt2");
+            r = g.forward(std::vector<std::int32_t>(65, 1));
+            break;
+        }
+        case 4: r = closedFormModel(2, 8).forward(std::vector<std::int32_t>(10, 1)); break;
+        case 5: o.residual = -1; break;
+        case 6: o.logitsStart = 32; break;
+        case 7: o.startLayer = 3; break;
+        case 8: o.startLayer = 1; break;
+        case 9: o.startLayer = 1; o.startHidden = &hidden; break;
+        case 10: o.capture = {30, 5}; break;
+        case 11: o.probe = ProbeRequest{0, 4, 0}; break;
+        case 12: o.probe = ProbeRequest{0, 0, 32}; break;
+        case 13: o.cache = &shape; break;
+        case 14: o.cache = &nan; break;
+        }
+        if (kind != 3 && kind != 4)
+            r = m.forward(tokens, o);
+        QVERIFY(!r);
+        const QString message = QString::fromStdString(r.error().text());
+        QVERIFY2(message.contains(expected), qPrintable(message));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestLmForward)
+#include "tst_lm_forward.moc"
