@@ -44,13 +44,12 @@ double experimentFlops(const ExperimentSpec& spec)
     double flops = spec.seedCount * 4.0 * q * n * d; // exact scores and P V per seed
     for (const auto& s : spec.schemes) {
         for (int budget : spec.budgets) {
-            (void)budget;
             double t = 4.0 * q * n * d; // estimated scores and P V^
             for (const PathConfig* p : {&s.key, &s.value}) {
-                if (p->residual != ResidualKind::Qjl)
+                const double m = projectionColumns(*p, spec.d);
+                if (m == 0)
                     continue;
-                const double m = p->qjlDim > 0 ? p->qjlDim : d;
-                const double dp = p->rotation == Rotation::Wht ? static_cast<double>(paddedDimension(spec.d)) : d;
+                const double dp = planPath(*p, budget, spec.d, PathSite::Keys, PlanInputs{}, spec.engine, 0).dim;
                 t += 2.0 * 2.0 * n * m * dp; // sketch and reconstruction
                 if (p == &s.key)
                     t += 2.0 * q * m * dp + 2.0 * q * n * m; // S q and the estimate

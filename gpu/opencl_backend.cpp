@@ -354,11 +354,11 @@ struct OpenClBackend::Impl {
     }
 
     /// A stage without kernels ran on the CPU (counted once per kind).
-    void noteCpuStage(const char* stage)
+    void noteCpuStage(const std::string& stage)
     {
         const std::lock_guard lock(mutex);
         if (cpuStages.find(stage) == std::string::npos)
-            cpuStages += (cpuStages.empty() ? "" : ", ") + std::string(stage);
+            cpuStages += (cpuStages.empty() ? "" : ", ") + stage;
     }
 
     void note(const cl::Error& e, const char* stage)
@@ -370,8 +370,220 @@ struct OpenClBackend::Impl {
     }
 };
 
+namespace {
+
+/// A matrix in a device buffer (row-major float32).
+class ClMatrix final : public DeviceMatrix {
+public:
+    ClMatrix(cl::Buffer buffer, int rows, int cols) : buffer(std::move(buffer)), m_rows(rows), m_cols(cols) {}
+    int rows() const override { return m_rows; }
+    int cols() const override { return m_cols; }
+    cl::Buffer buffer;
+
+private:
+    int m_rows, m_cols;
+};
+
+} // namespace
+
+/// The codec primitives on this device (core/quant/codec_primitives.h). The allow-list is what has
+/// kernels: rotation, norm + codebook (fused with the rotation or not), GEMM, element-wise updates and
+/// the QJL sketch. Parts built on other primitives (uniform groups, SpectralQuant's per-coordinate
+/// codebooks, HeadQ, KVQuant, ggml blocks) run on the CPU's, and the run's label names them. No
+/// stage of a codec is restated here: the engine (core/quant/path.cpp) composes the parts.
+class OpenClBackend::Primitives final : public CodecPrimitives {
+public:
+    explicit Primitives(Impl& impl) : I(impl) {}
+
+    std::string name() const override { return "opencl"; }
+    bool offers(Primitive p) const override
+    {
+        switch (p) {
+        case Primitive::Rotate:
+        case Primitive::NormCodebook:
+        case Primitive::RotateNormCodebook:
+        case Primitive::Gemm:
+        case Primitive::Elementwise:
+        case Primitive::Sketch: return true;
+        }
+        return false;
+    }
+
+    Mat upload(const Eigen::Ref<const RowMatrixXf>& x) override
+    {
+        const RowMatrixXf contiguous = x;
+        return make(I.upload(contiguous.data(), static_cast<std::size_t>(contiguous.size()), CL_MEM_READ_WRITE),
+                    static_cast<int>(x.rows()), static_cast<int>(x.cols()));
+    }
+    void download(const Mat& m, RowMatrixXf& out) override
+    {
+        out.resize(m->rows(), m->cols());
+        I.download(buf(m), out.data(), static_cast<std::size_t>(out.size()));
+    }
+    Mat copy(const Mat& m) override
+    {
+        const std::size_t bytes = count(m) * sizeof(float);
+        cl::Buffer out = I.scratch(bytes);
+        if (bytes > 0)
+            I.queue().enqueueCopyBuffer(buf(m), out, 0, 0, bytes);
+        return make(out, m->rows(), m->cols());
+    }
+
+    Mat rotate(const Mat& x, const std::vector<float>& signs) override
+    {
+        const int dim = static_cast<int>(signs.size());
+        const cl::Buffer s = I.upload(signs.data(), signs.size());
+        return make(I.rotate(buf(x), x->rows(), x->cols(), s, dim), x->rows(), dim);
+    }
+    Mat unrotate(const Mat& y, const std::vector<float>& signs, int d) override
+    {
+        const int dim = static_cast<int>(signs.size());
+        const cl::Buffer s = I.upload(signs.data(), signs.size());
+        cl::Buffer out = I.scratch(static_cast<std::size_t>(y->rows()) * d * sizeof(float));
+        I.unrotate(buf(y), y->rows(), d, s, dim, out);
+        return make(out, y->rows(), d);
+    }
+    Mat normCodebook(const Mat& x, const Codebook& codebook, ScalarFormat format, int& saturated) override
+    {
+        return encodeDecode(x, nullptr, codebook, format, saturated, nullptr);
+    }
+    Mat rotateNormCodebook(const Mat& x, const std::vector<float>& signs, const Codebook& codebook, ScalarFormat format,
+                           int& saturated, Mat* rotated) override
+    {
+        return encodeDecode(x, &signs, codebook, format, saturated, rotated);
+    }
+    Mat gemmNT(const Mat& a, const Mat& b, float scale) override
+    {
+        const int M = a->rows(), N = b->rows(), K = a->cols();
+        cl::Buffer c = I.scratch(static_cast<std::size_t>(M) * N * sizeof(float));
+        I.gemmNT(M, N, K, buf(a), K, buf(b), K, c, N, scale);
+        return make(c, M, N);
+    }
+    Mat subtract(const Mat& a, const Mat& b) override
+    {
+        cl::Buffer r = I.scratch(count(a) * sizeof(float));
+        cl::Kernel& k = I.kernel(0, "subtract");
+        k.setArg(0, buf(a));
+        k.setArg(1, buf(b));
+        k.setArg(2, r);
+        k.setArg(3, static_cast<int>(count(a)));
+        I.run1d(k, count(a));
+        return make(r, a->rows(), a->cols());
+    }
+    void axpy(Mat& a, const Mat& b, float s) override
+    {
+        cl::Kernel& k = I.kernel(0, "axpy");
+        k.setArg(0, buf(a));
+        k.setArg(1, buf(b));
+        k.setArg(2, s);
+        k.setArg(3, static_cast<int>(count(a)));
+        I.run1d(k, count(a));
+    }
+    void scale(Mat& a, float s) override
+    {
+        cl::Kernel& k = I.kernel(0, "scale_values");
+        k.setArg(0, buf(a));
+        k.setArg(1, s);
+        k.setArg(2, static_cast<int>(count(a)));
+        I.run1d(k, count(a));
+    }
+
+    SketchCodes sketch(const Mat& residual, const RowMatrixXf& S, ScalarFormat format) override
+    {
+        const int n = residual->rows(), dim = residual->cols(), m = static_cast<int>(S.rows());
+        const cl::Buffer sketch = I.upload(S.data(), static_cast<std::size_t>(S.size()));
+        cl::Buffer norms = I.scratch(static_cast<std::size_t>(n) * sizeof(float));
+        cl::Buffer signs = I.scratch(static_cast<std::size_t>(n) * m * sizeof(float));
+        cl::Buffer bits = I.scratch(static_cast<std::size_t>(n) * ((m + 31) / 32) * sizeof(std::uint32_t));
+        I.qjl(buf(residual), n, dim, sketch, m, format, norms, signs, bits);
+        SketchCodes out;
+        out.signs = make(signs, n, m);
+        out.deviceNorms = make(norms, n, 1);
+        out.norms.resize(static_cast<std::size_t>(n));
+        I.download(norms, out.norms.data(), out.norms.size());
+        if (format == ScalarFormat::Fp16)
+            for (float v : out.norms)
+                out.saturated += v >= kHalfMax ? 1 : 0;
+        return out;
+    }
+    Mat sketchReconstruct(const SketchCodes& codes, const RowMatrixXf& S) override
+    {
+        const int n = codes.signs->rows(), m = codes.signs->cols(), dim = static_cast<int>(S.cols());
+        const cl::Buffer sketch = I.upload(S.data(), static_cast<std::size_t>(S.size()));
+        cl::Buffer product = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
+        I.gemmNN(n, dim, m, buf(codes.signs), m, sketch, dim, product, dim, 1.0f);
+        cl::Buffer out = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
+        scaled("scale_rows", out, product, norms(codes), c(m), n, dim);
+        return make(out, n, dim);
+    }
+    Mat sketchInnerProducts(const Mat& queries, const SketchCodes& codes, const RowMatrixXf& S) override
+    {
+        const int nq = queries->rows(), n = codes.signs->rows(), m = codes.signs->cols(), dim = static_cast<int>(S.cols());
+        const cl::Buffer sketch = I.upload(S.data(), static_cast<std::size_t>(S.size()));
+        cl::Buffer sq = I.scratch(static_cast<std::size_t>(nq) * m * sizeof(float));
+        I.gemmNT(nq, m, dim, buf(queries), dim, sketch, dim, sq, m, 1.0f);
+        cl::Buffer estimate = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
+        I.gemmNT(nq, n, m, sq, m, buf(codes.signs), m, estimate, n, 1.0f);
+        cl::Buffer out = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
+        scaled("scale_columns", out, estimate, norms(codes), c(m), nq, n);
+        return make(out, nq, n);
+    }
+
+private:
+    static Mat make(cl::Buffer b, int rows, int cols) { return std::make_shared<ClMatrix>(std::move(b), rows, cols); }
+    static const cl::Buffer& buf(const Mat& m)
+    {
+        const auto* cm = dynamic_cast<const ClMatrix*>(m.get());
+        if (!cm)
+            throw cl::Error(CL_INVALID_MEM_OBJECT, "a host matrix passed to the OpenCL primitives");
+        return cm->buffer;
+    }
+    static std::size_t count(const Mat& m) { return static_cast<std::size_t>(m->rows()) * static_cast<std::size_t>(m->cols()); }
+    static float c(int m) { return std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(m); }
+    cl::Buffer norms(const SketchCodes& codes)
+    {
+        return codes.deviceNorms ? buf(codes.deviceNorms) : I.upload(codes.norms.data(), codes.norms.size());
+    }
+    void scaled(const char* kernelName, cl::Buffer& dst, const cl::Buffer& src, const cl::Buffer& norms, float c, int rows,
+                int cols)
+    {
+        cl::Kernel& k = I.kernel(0, kernelName);
+        k.setArg(0, dst);
+        k.setArg(1, src);
+        k.setArg(2, norms);
+        k.setArg(3, c);
+        k.setArg(4, rows);
+        k.setArg(5, cols);
+        I.run2d(k, static_cast<std::size_t>(cols), static_cast<std::size_t>(rows));
+    }
+    Mat encodeDecode(const Mat& x, const std::vector<float>* signs, const Codebook& codebook, ScalarFormat format,
+                     int& saturated, Mat* rotated)
+    {
+        const int n = x->rows(), d = x->cols();
+        const int dim = signs ? static_cast<int>(signs->size()) : d;
+        const float one = 1.0f;
+        const cl::Buffer s = signs ? I.upload(signs->data(), signs->size()) : I.upload(&one, 1);
+        cl::Buffer codes = I.scratch(static_cast<std::size_t>(n) * dim);
+        cl::Buffer norms = I.scratch(static_cast<std::size_t>(n) * sizeof(float));
+        cl::Buffer rows = I.scratch(rotated ? static_cast<std::size_t>(n) * dim * sizeof(float) : 4);
+        I.encode(buf(x), n, d, signs != nullptr, s, dim, codebook, format, codes, norms, rotated ? &rows : nullptr);
+        cl::Buffer out = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
+        I.decode(codes, norms, codebook, n, dim, out);
+        if (rotated)
+            *rotated = make(rows, n, dim);
+        std::vector<float> stored(static_cast<std::size_t>(n));
+        I.download(norms, stored.data(), stored.size());
+        if (format == ScalarFormat::Fp16)
+            for (float v : stored)
+                saturated += v >= kHalfMax ? 1 : 0;
+        return make(out, n, dim);
+    }
+
+    Impl& I;
+};
+
 OpenClBackend::OpenClBackend(std::unique_ptr<Impl> impl)
-    : m_impl(std::move(impl))
+    : m_impl(std::move(impl)), m_primitives(std::make_unique<Primitives>(*m_impl))
 {
 }
 
@@ -437,7 +649,7 @@ std::string OpenClBackend::fallbackNote() const
     const std::lock_guard lock(m_impl->mutex);
     std::string note;
     if (!m_impl->cpuStages.empty())
-        note = "on the CPU (no kernels): " + m_impl->cpuStages;
+        note = "on the CPU (no device primitives): " + m_impl->cpuStages;
     if (m_impl->fallbacks > 0)
         note += (note.empty() ? "" : "; ") + std::to_string(m_impl->fallbacks)
                 + " stage(s) fell back to the CPU; first: " + m_impl->fallback;
@@ -450,130 +662,25 @@ std::pair<int, int> OpenClBackend::buildCounts() const
     return {s.sourceBuilds, s.cachedLoads};
 }
 
-const char* OpenClBackend::unsupportedStage(const PathPlan& plan)
-{
-    if (plan.codec)
-        return "a registered codec";
-    if (!plan.permutation.empty())
-        return "the permuted WHT";
-    if (plan.config.residual == ResidualKind::Qjl && plan.config.qjlReconstruction == QjlReconstruction::Mse)
-        return "the MSE-shrunk QJL reconstruction";
-    if (plan.config.quantizer == QuantizerKind::Uniform)
-        return "the uniform (KIVI) quantizer";
-    if (plan.config.quantizer == QuantizerKind::Spectral)
-        return "the SpectralQuant quantizer";
-    if (plan.config.residual == ResidualKind::HeadQ)
-        return "the HeadQ residual";
-    if (!plan.tokenBits.empty())
-        return "per-token bit widths";
-    return nullptr;
-}
-
 PathResult OpenClBackend::encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x,
                                      const RowMatrixXf* queries)
 {
     Impl& I = *m_impl;
-    // The kernels cover the norm + Lloyd-Max path with optional WHT and QJL. Any other stage
-    // runs on the CPU implementation, and the run's backend label says so.
-    if (const char* stage = unsupportedStage(plan)) {
-        I.noteCpuStage(stage);
-        return encodePathCpu(plan, x, queries);
-    }
     try {
-        PathResult out;
-        const int n = static_cast<int>(x.rows()), d = plan.d, dim = plan.dim;
-        const bool rotated = !plan.signs.empty();
-        const bool qjl = plan.config.residual == ResidualKind::Qjl;
-        const RowMatrixXf xs = x; // contiguous
-        const cl::Buffer xBuf = I.upload(xs.data(), static_cast<std::size_t>(xs.size()));
-        const cl::Buffer signs = I.upload(plan.signs.data(), plan.signs.size());
-        cl::Buffer codes = I.scratch(static_cast<std::size_t>(n) * dim);
-        cl::Buffer norms = I.scratch(static_cast<std::size_t>(n) * sizeof(float));
-        cl::Buffer xr = I.scratch(qjl ? static_cast<std::size_t>(n) * dim * sizeof(float) : 4);
-        I.encode(xBuf, n, d, rotated, signs, dim, *plan.codebook, plan.config.normFormat, codes, norms, qjl ? &xr : nullptr);
-        cl::Buffer full = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
-        I.decode(codes, norms, *plan.codebook, n, dim, full);
-
-        const int nq = queries ? static_cast<int>(queries->rows()) : 0;
-        cl::Buffer qr, scores;
-        if (queries) {
-            const RowMatrixXf qs = *queries;
-            const cl::Buffer qBuf = I.upload(qs.data(), static_cast<std::size_t>(qs.size()));
-            qr = rotated ? I.rotate(qBuf, nq, d, signs, dim) : qBuf;
-            scores = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
-            I.gemmNT(nq, n, dim, qr, dim, full, dim, scores, n, plan.scoreScale);
-        }
-        if (qjl) {
-            const int m = plan.sketchRows();
-            const RowMatrixXf sketchHost = plan.sketch;
-            const cl::Buffer sketch = I.upload(sketchHost.data(), static_cast<std::size_t>(sketchHost.size()));
-            cl::Buffer residual = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
-            cl::Kernel& sub = I.kernel(0, "subtract");
-            sub.setArg(0, xr);
-            sub.setArg(1, full);
-            sub.setArg(2, residual);
-            sub.setArg(3, n * dim);
-            I.run1d(sub, static_cast<std::size_t>(n) * dim);
-            cl::Buffer rnorms = I.scratch(static_cast<std::size_t>(n) * sizeof(float));
-            cl::Buffer signMatrix = I.scratch(static_cast<std::size_t>(n) * m * sizeof(float));
-            cl::Buffer bits = I.scratch(static_cast<std::size_t>(n) * ((m + 31) / 32) * sizeof(std::uint32_t));
-            I.qjl(residual, n, dim, sketch, m, plan.config.normFormat, rnorms, signMatrix, bits);
-            const float c = std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(m);
-            cl::Buffer rHat = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
-            I.gemmNN(n, dim, m, signMatrix, m, sketch, dim, rHat, dim, 1.0f);
-            cl::Kernel& addRows = I.kernel(0, "add_scaled_rows");
-            addRows.setArg(0, full);
-            addRows.setArg(1, rHat);
-            addRows.setArg(2, rnorms);
-            addRows.setArg(3, c);
-            addRows.setArg(4, n);
-            addRows.setArg(5, dim);
-            I.run2d(addRows, static_cast<std::size_t>(dim), static_cast<std::size_t>(n));
-            if (queries) {
-                out.baseScores.resize(nq, n);
-                I.download(scores, out.baseScores.data(), static_cast<std::size_t>(out.baseScores.size()));
-                cl::Buffer sq = I.scratch(static_cast<std::size_t>(nq) * m * sizeof(float));
-                I.gemmNT(nq, m, dim, qr, dim, sketch, dim, sq, m, 1.0f);
-                cl::Buffer estimate = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
-                I.gemmNT(nq, n, m, sq, m, signMatrix, m, estimate, n, 1.0f);
-                cl::Kernel& addCols = I.kernel(0, "add_scaled_columns");
-                addCols.setArg(0, scores);
-                addCols.setArg(1, estimate);
-                addCols.setArg(2, rnorms);
-                addCols.setArg(3, c);
-                addCols.setArg(4, plan.scoreScale);
-                addCols.setArg(5, nq);
-                addCols.setArg(6, n);
-                I.run2d(addCols, static_cast<std::size_t>(n), static_cast<std::size_t>(nq));
-            }
-            std::vector<float> residualNorms(static_cast<std::size_t>(n));
-            I.download(rnorms, residualNorms.data(), residualNorms.size());
-            if (plan.config.normFormat == ScalarFormat::Fp16)
-                for (float v : residualNorms)
-                    out.saturatedNorms += v >= kHalfMax ? 1 : 0;
-        }
-        out.reconstruction.resize(n, d);
-        if (rotated) {
-            cl::Buffer recon = I.scratch(static_cast<std::size_t>(n) * d * sizeof(float));
-            I.unrotate(full, n, d, signs, dim, recon);
-            I.download(recon, out.reconstruction.data(), static_cast<std::size_t>(out.reconstruction.size()));
-        } else {
-            I.download(full, out.reconstruction.data(), static_cast<std::size_t>(out.reconstruction.size()));
-        }
-        if (queries) {
-            out.scores.resize(nq, n);
-            I.download(scores, out.scores.data(), static_cast<std::size_t>(out.scores.size()));
-        }
-        std::vector<float> stored(static_cast<std::size_t>(n));
-        I.download(norms, stored.data(), stored.size());
-        if (plan.config.normFormat == ScalarFormat::Fp16)
-            for (float v : stored)
-                out.saturatedNorms += v >= kHalfMax ? 1 : 0;
+        std::vector<std::string> cpuStages;
+        PathResult out = kvlens::encodePath(plan, x, queries, *m_primitives, &cpuStages);
+        for (const std::string& stage : cpuStages)
+            I.noteCpuStage(stage);
         return out;
     } catch (const cl::Error& e) {
         I.note(e, "encodePath");
         return encodePathCpu(plan, x, queries);
     }
+}
+
+CodecPrimitives& OpenClBackend::primitives()
+{
+    return *m_primitives;
 }
 
 void OpenClBackend::scores(const Eigen::Ref<const RowMatrixXf>& queries, const Eigen::Ref<const RowMatrixXf>& keys,

@@ -20,7 +20,8 @@ class OpenClContext;
 /// host (PathPlan), exactly as for the CPU backend. Any OpenCL failure during a run falls back
 /// to the CPU implementation of that stage and is recorded (fallbackNote()), so a run always
 /// completes; creating the backend fails instead when the device or the kernels are unusable.
-/// KIVI-style uniform paths run on the CPU implementation (there is no kernel for them).
+/// Codecs run through the one engine (core/quant/path.h) on this device's primitives; a part
+/// whose primitives the device lacks runs on the CPU's, and name() says which.
 class OpenClBackend final : public ComputeBackend {
 public:
     /// Opens the device `request` names (gpu::selectDevice rules) and builds the kernels.
@@ -37,6 +38,9 @@ public:
     void attend(const RowMatrixXf& scores, const Eigen::Ref<const RowMatrixXf>& values, RowMatrixXf& probs,
                 std::vector<double>& logSumExp, RowMatrixXf& output) override;
     QueryMetrics queryMetrics(const AttentionPair& attention, std::span<const float> valueError2, int topK) override;
+
+    /// The device's codec primitives (the engine's allow-list; thread-safe).
+    CodecPrimitives& primitives();
 
     const DeviceInfo& device() const;
     /// "CPU" or "GPU": the kernel style in use.
@@ -76,12 +80,12 @@ public:
     Result<double> timeAttention(const RowMatrixXf& q, const RowMatrixXf& k, const RowMatrixXf& v, int repeats);
 
     struct Impl;
+    class Primitives;
 
 private:
     explicit OpenClBackend(std::unique_ptr<Impl> impl);
-    /// The first stage of `plan` without kernels (it runs on the CPU), or null.
-    static const char* unsupportedStage(const PathPlan& plan);
     std::unique_ptr<Impl> m_impl;
+    std::unique_ptr<Primitives> m_primitives;
 };
 
 } // namespace kvlens::gpu

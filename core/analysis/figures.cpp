@@ -43,7 +43,7 @@ namespace {
 
 constexpr int kKlBins = 40;
 
-bool qjlKeys(const SchemeConfig& s) { return s.key.residual == ResidualKind::Qjl; }
+bool qjlKeys(const SchemeConfig& s) { return s.key.has("qjl"); }
 
 } // namespace
 
@@ -189,7 +189,7 @@ FigureData buildFigureData(const ResultSet& results)
             for (const SummaryRow& other : f.summary) {
                 const SchemeConfig& o = results.schemes[static_cast<std::size_t>(other.scheme)];
                 if (other.point == row.point && other.budget == row.budget && !qjlKeys(o)
-                    && o.key.rotation == s.key.rotation && o.key.quantizer == s.key.quantizer
+                    && o.key.transforms == s.key.transforms && o.key.quantizer == s.key.quantizer
                     && o.key.bits.at(row.budget) == s.key.bits.at(row.budget) + 1 && other.scoreErrorVar > 0.0) {
                     t.scalarPartner = other.scheme;
                     t.overScalar = t.measured / other.scoreErrorVar;

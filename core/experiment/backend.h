@@ -23,8 +23,8 @@ public:
     /// How many trials may run at the same time on this backend.
     virtual int concurrency() const = 0;
 
-    /// Rotate + quantize + dequantize + residual sketch of one path, and (when queries are
-    /// given) the cache's score estimates. See encodePathCpu for the contract.
+    /// One path through the codec engine (core/quant/path.h) on this backend's primitives, and
+    /// (when queries are given) the cache's score estimates. See encodePath for the contract.
     virtual PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x,
                                   const RowMatrixXf* queries) = 0;
 

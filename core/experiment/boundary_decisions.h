@@ -19,7 +19,8 @@ inline constexpr double kBoundaryMargin = 1e-5;
 ///    row then differs by one ulp of the format, about 1e-3, and so does its residual);
 ///  - a normalized coordinate within `margin` of a codebook threshold;
 ///  - a QJL sign whose projection <r, S_i> is within `margin` |r| |S_i| of zero.
-/// Paths the model does not cover (uniform and spectral quantizers) count 0.
+/// Each part counts its own (QuantizerPlan / ResidualPlan::boundaryDecisions); parts without a
+/// model of their boundaries (uniform, spectral, kvquant, ggml) count 0.
 int boundaryDecisions(const PathPlan& plan, const RowMatrixXf& x, double margin = kBoundaryMargin);
 
 /// boundaryDecisions of both paths of one trial of a normalized spec, recomputed on the CPU from

@@ -42,8 +42,7 @@ MemoryEstimate estimatePoint(const ExperimentSpec& spec, int concurrency)
     int maxSketch = 0;
     for (const auto& s : spec.schemes)
         for (const PathConfig* p : {&s.key, &s.value})
-            if (p->residual == ResidualKind::Qjl)
-                maxSketch = std::max(maxSketch, p->qjlDim > 0 ? p->qjlDim : spec.d);
+            maxSketch = std::max(maxSketch, projectionColumns(*p, spec.d));
     const double m = maxSketch;
     constexpr double f = sizeof(float);
     MemoryEstimate e;

@@ -178,19 +178,6 @@ Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int 
     return g;
 }
 
-double predictedScoreErrorVariance(const PathPlan& keyPlan, double meanQueryNorm2, double meanKeyNorm2,
-                                   bool withResidual)
-{
-    if (!keyPlan.codebook || keyPlan.config.quantizer == QuantizerKind::Uniform || keyPlan.codebook->variance <= 0.0)
-        return std::numeric_limits<double>::quiet_NaN();
-    const double relativeDistortion = keyPlan.codebook->mse / keyPlan.codebook->variance;
-    const double dim = keyPlan.dim, d = keyPlan.d;
-    const double base = relativeDistortion * meanQueryNorm2 * meanKeyNorm2 / d;
-    if (withResidual && keyPlan.config.residual == ResidualKind::Qjl)
-        return base * (std::numbers::pi / 2.0 - 1.0 / dim) / keyPlan.sketchRows();
-    return base / dim;
-}
-
 TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int schemeIndex, int budget,
                      ComputeBackend& backend)
 {
@@ -214,8 +201,7 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     start = Clock::now();
     PlanInputs valueInputs{calibrationValues, calibrationQueries, g.valueSpectra};
     PathPlan valuePlan = planPath(scheme.value, budget, spec.d, PathSite::Values, valueInputs, spec.engine, g.seed);
-    if (valuePlan.config.tokenPolicy == TokenPolicy::A2 && calibrationQueries)
-        valuePlan.tokenBits = a2TokenBits(data.keys, *calibrationQueries, data.values, valuePlan.bits, valuePlan.scoreScale);
+    valuePlan.assignTokenBits(TokenContext{data.keys, data.values, calibrationQueries, valuePlan.scoreScale});
     const PathResult valuePath = backend.encodePath(valuePlan, data.values, nullptr);
     t.timings.valuePath = msSince(start);
 
@@ -262,12 +248,13 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     t.relMseK = keyErrors.sumNorm2 > 0.0 ? keyErrors.sumError2 / keyErrors.sumNorm2 : 0.0;
     t.relMseV = valueErrors.sumNorm2 > 0.0 ? valueErrors.sumError2 / valueErrors.sumNorm2 : 0.0;
     auto effectiveDimension = [](const PathPlan& plan) {
+        const PathDimension p = plan.dimension();
         EffectiveDimension e;
-        if (plan.config.quantizer == QuantizerKind::Spectral && plan.spectrum) {
-            e.used = plan.deff;
-            e.participationRatio = plan.spectrum->participationRatio;
-            e.gapRule = plan.gapDeff;
-            e.byGap = plan.config.deffRule == DeffRule::Gap;
+        if (p.reported) {
+            e.used = p.used;
+            e.participationRatio = p.participationRatio;
+            e.gapRule = p.gapRule;
+            e.byGap = p.byGap;
         }
         return e;
     };
@@ -282,7 +269,7 @@ TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& g, int scheme
     t.logMeanExpScoreError = errors.logMeanExp;
     t.scoreErrorVarBase =
         keyPath.baseScores.size() > 0 ? moments(keyPath.baseScores, g.scores).variance : errors.variance;
-    t.scoreErrorVarPredicted = predictedScoreErrorVariance(keyPlan, g.meanQueryNorm2, g.meanKeyNorm2, true);
+    t.scoreErrorVarPredicted = keyPlan.predictedScoreErrorVariance(g.meanQueryNorm2, g.meanKeyNorm2, true);
 
     t.bits = BitAccounting{pathBitsPerCoordinate(keyPlan, spec.tokens), pathBitsPerCoordinate(valuePlan, spec.tokens)};
     t.saturatedNorms = keyPath.saturatedNorms + valuePath.saturatedNorms;

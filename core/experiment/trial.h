@@ -43,12 +43,5 @@ Result<TrialGroup> prepareTrialGroup(const ExperimentSpec& spec, int point, int 
 TrialResult runTrial(const ExperimentSpec& spec, const TrialGroup& group, int schemeIndex, int budget,
                      ComputeBackend& backend);
 
-/// Predicted variance of the score error s^ - s of a key path (design section 5): with
-/// D the codebook's relative distortion per unit vector, b its bits, m the sketch rows,
-///   scalar:       D_b E||q||^2 E||k||^2 / (dim d)
-///   scalar + QJL: D_b E||q||^2 E||k||^2 ((pi/2) - 1/dim) / (m d)
-/// NaN for quantizers without a closed form (uniform).
-double predictedScoreErrorVariance(const PathPlan& keyPlan, double meanQueryNorm2, double meanKeyNorm2,
-                                   bool withResidual);
 
 } // namespace kvlens

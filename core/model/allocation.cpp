@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace kvlens {
@@ -74,7 +75,7 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
             if (j.contains(key))
                 *target = number(j[key], key);
         if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty())
-            throw Bad{"layers", "must be a non-empty array of {\"layer\", \"k_bits\", \"v_bits\"}"};
+            throw Bad{"layers", "must be a non-empty array of {\"layer\", \"k_bits\" or \"k_type\", \"v_bits\" or \"v_type\"}"};
         std::set<std::pair<int, int>> seen;
         for (std::size_t i = 0; i < j["layers"].size(); ++i) {
             const std::string field = "layers[" + std::to_string(i) + "]";
@@ -82,17 +83,29 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
             if (!e.is_object())
                 throw Bad{field, "must be an object {\"layer\", \"k_bits\", \"v_bits\"}"};
             for (const auto& [key, value] : e.items())
-                if (!std::set<std::string>{"layer", "head", "k_bits", "v_bits", "scheme"}.count(key))
+                if (!std::set<std::string>{"layer", "head", "k_bits", "v_bits", "k_type", "v_type", "scheme"}.count(key))
                     throw Bad{field + "." + key, "unknown field of an allocation entry"};
-            for (const char* key : {"layer", "k_bits", "v_bits"})
-                if (!e.contains(key))
-                    throw Bad{field + "." + key, "is missing"};
+            if (!e.contains("layer"))
+                throw Bad{field + ".layer", "is missing"};
             AllocationEntry entry;
             entry.layer = integerIn(e["layer"], field + ".layer", 0, 1 << 16);
             if (e.contains("head"))
                 entry.head = integerIn(e["head"], field + ".head", 0, 1 << 16);
-            entry.kBits = integerIn(e["k_bits"], field + ".k_bits", 1, 8);
-            entry.vBits = integerIn(e["v_bits"], field + ".v_bits", 1, 8);
+            // Each side: a width of TurboQuant's scalar path, or one of llama.cpp's cache types.
+            for (const auto& [side, bits, type] : {std::tuple{"k", &entry.kBits, &entry.kType}, std::tuple{"v", &entry.vBits, &entry.vType}}) {
+                const std::string bitsKey = std::string(side) + "_bits", typeKey = std::string(side) + "_type";
+                if (e.contains(bitsKey) == e.contains(typeKey))
+                    throw Bad{field + "." + bitsKey, e.contains(bitsKey) ? "give " + bitsKey + " or " + typeKey + ", not both"
+                                                                         : "is missing (or give " + typeKey + ")"};
+                if (e.contains(bitsKey)) {
+                    *bits = integerIn(e[bitsKey], field + "." + bitsKey, 1, 8);
+                    continue;
+                }
+                if (!e[typeKey].is_string() || !llamaCachePath(e[typeKey].get<std::string>()))
+                    throw Bad{field + "." + typeKey, "must be one of llama.cpp's cache types (" + llamaCacheTypeNames()
+                                                         + "), got " + io::describeJson(e[typeKey])};
+                *type = e[typeKey].get<std::string>();
+            }
             if (!seen.insert({entry.layer, entry.head}).second)
                 throw Bad{field, "layer " + std::to_string(entry.layer)
                                      + (entry.head >= 0 ? ", head " + std::to_string(entry.head) : std::string())
@@ -110,10 +123,10 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
 PathConfig fixedWidthPath(int bits)
 {
     PathConfig p;
-    p.rotation = Rotation::Wht;
-    p.quantizer = QuantizerKind::LloydBeta;
+    p.transforms = {CodecPart("wht")};
+    p.quantizer = CodecPart("lloyd");
     p.bits = BitsRule{false, bits};
-    return p;
+    return normalizedScheme(SchemeConfig{"", "", p, p, false}).key;
 }
 
 SchemeConfig fixedWidthScheme(int kBits, int vBits, const std::string& name)
@@ -124,13 +137,36 @@ SchemeConfig fixedWidthScheme(int kBits, int vBits, const std::string& name)
                         fixedWidthPath(kBits), fixedWidthPath(vBits), false};
 }
 
+SchemeConfig allocationScheme(const AllocationEntry& e)
+{
+    if (e.kType.empty() && e.vType.empty())
+        return fixedWidthScheme(e.kBits, e.vBits);
+    if (!e.kType.empty() && !e.vType.empty()) {
+        SchemeConfig s = *findScheme("K=" + e.kType + ",V=" + e.vType);
+        s.builtin = false;
+        return s;
+    }
+    auto side = [](int bits, const std::string& type, const char* letter) {
+        return type.empty() ? std::string(letter) + std::to_string(bits) : std::string(letter) + "=" + type;
+    };
+    auto path = [](int bits, const std::string& type) { return type.empty() ? fixedWidthPath(bits) : *llamaCachePath(type); };
+    auto describe = [](int bits, const std::string& type) {
+        return type.empty() ? std::to_string(bits) + " bits (WHT + Lloyd-Max)" : "llama.cpp's " + type;
+    };
+    return normalizedScheme(SchemeConfig{side(e.kBits, e.kType, "K") + "/" + side(e.vBits, e.vType, "V"),
+                                         "K at " + describe(e.kBits, e.kType) + ", V at " + describe(e.vBits, e.vType),
+                                         path(e.kBits, e.kType), path(e.vBits, e.vType), false});
+}
+
 std::vector<SchemeConfig> allocationSchemes(const AllocationFile& file)
 {
     std::vector<SchemeConfig> out;
-    std::set<std::pair<int, int>> seen;
-    for (const AllocationEntry& e : file.entries)
-        if (seen.insert({e.kBits, e.vBits}).second)
-            out.push_back(fixedWidthScheme(e.kBits, e.vBits));
+    std::set<std::string> seen;
+    for (const AllocationEntry& e : file.entries) {
+        SchemeConfig s = allocationScheme(e);
+        if (seen.insert(s.name).second)
+            out.push_back(std::move(s));
+    }
     return out;
 }
 

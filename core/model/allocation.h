@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A K/V bit allocation file (allocation.json, written by the model lens's advisor) read back as a
-// scheme set for a later run: one fixed-width TurboQuant scheme per distinct (k_bits, v_bits).
+// scheme set for a later run: one fixed-width scheme per distinct (K, V) pair of widths or llama.cpp
+// cache types.
 #pragma once
 
 #include "core/common/result.h"
@@ -17,12 +18,15 @@ namespace kvlens {
 struct AllocationEntry {
     int layer = 0;
     int head = -1; ///< -1: every head of the layer
-    int kBits = 0, vBits = 0;
+    int kBits = 0, vBits = 0;     ///< TurboQuant's WHT + Lloyd-Max at these widths (0 where a type is given)
+    std::string kType, vType;     ///< llama.cpp cache types instead ("q8_0", "q4_0", "f16"; empty: the widths)
     bool operator==(const AllocationEntry&) const = default;
 };
 
 /// An allocation.json: {"format": "kvlens-allocation", "spec_hash", "target_bits", "bits",
-/// "predicted_loss", "loss", "layers": [{"layer", "head" (optional), "k_bits", "v_bits", "scheme"}]}.
+/// "predicted_loss", "loss", "layers": [{"layer", "head" (optional), "k_bits" or "k_type", "v_bits" or
+/// "v_type", "scheme"}]}. A type is one of llama.cpp's -ctk / -ctv values (f32, f16, q8_0, q4_0, q4_1,
+/// q5_0, q5_1, iq4_nl).
 struct AllocationFile {
     std::uint64_t specHash = 0;
     double targetBits = 0.0, bits = 0.0, predictedLoss = 0.0;
@@ -30,7 +34,8 @@ struct AllocationFile {
 };
 
 /// Strict reading: a wrong format, a missing or mistyped field, widths outside [1, 8] or a layer
-/// (and head) given twice are refused, naming the field ("layers[2].k_bits").
+/// (and head) given twice, both or neither of k_bits and k_type are refused, naming the field
+/// ("layers[2].k_bits").
 Result<AllocationFile> allocationFromJson(std::string_view text);
 
 /// TurboQuant's scalar path (WHT + Lloyd-Max) at a fixed width, whatever the run's budget.
@@ -39,7 +44,11 @@ PathConfig fixedWidthPath(int bits);
 /// "K3/V2": K at 3 bits and V at 2, both on fixedWidthPath.
 SchemeConfig fixedWidthScheme(int kBits, int vBits, const std::string& name = {});
 
-/// One scheme per distinct (k_bits, v_bits) of the file, in order of first appearance.
+/// "K3/V=q4_0"-style names: each side "K3" (bits) or "K=q8_0" (a type); both types read as findScheme's
+/// "K=q8_0,V=q4_0".
+SchemeConfig allocationScheme(const AllocationEntry& entry);
+
+/// One scheme per distinct (K, V) of the file, in order of first appearance.
 std::vector<SchemeConfig> allocationSchemes(const AllocationFile& file);
 
 } // namespace kvlens

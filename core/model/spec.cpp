@@ -415,6 +415,9 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
     if (!params)
         return params.error();
     spec.regimeParams = std::move(params).value();
+    // Every part's options present: equal compositions compare (and key caches) alike however written.
+    for (SchemeConfig& scheme : spec.schemes)
+        scheme = normalizedScheme(std::move(scheme));
     if (auto fits = checkAllocationsFitDump(spec, inputs); !fits)
         return fits.error();
     for (const SweepAxis& axis : spec.sweep) {

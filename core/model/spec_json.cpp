@@ -4,7 +4,7 @@
 
 #include "core/model/allocation.h"
 
-#include "core/quant/codec.h"
+#include "core/quant/scheme.h"
 #include "core/regimes/model_dump.h"
 
 #include "core/io/file_read.h"
@@ -27,7 +27,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2; // 2: paths as compositions of parts (1: flat paths, still read)
 
 /// Throws inside this file only; converted to an Error at the public boundary.
 struct FieldError {
@@ -108,105 +108,198 @@ Enum getEnum(const json& v, const std::string& field, std::optional<Enum> (*pars
     return *parsed;
 }
 
+json partJson(const CodecPart& part)
+{
+    if (part.options.empty())
+        return part.kind;
+    json j;
+    j["kind"] = part.kind;
+    for (const auto& [key, value] : part.options) {
+        if (const auto* d = std::get_if<double>(&value))
+            j[key] = *d == std::floor(*d) && std::abs(*d) < 1e15 ? json(static_cast<long long>(*d)) : json(*d);
+        else
+            j[key] = std::get<std::string>(value);
+    }
+    return j;
+}
+
+/// A part written as its kind ("wht") or as {"kind": "uniform", "group": 64, ...}. The options are
+/// checked against the kind's descriptions by normalizePath (validateScheme); here only their types.
+CodecPart partFromJson(const json& j, const std::string& field)
+{
+    if (j.is_string())
+        return CodecPart(j.get<std::string>());
+    if (!j.is_object())
+        throw FieldError{field, "must be a part kind (a string) or an object with \"kind\" and options, got "
+                                    + io::describeJson(j)};
+    if (!j.contains("kind"))
+        throw FieldError{field + ".kind", "a part needs a kind"};
+    CodecPart part(getString(j["kind"], field + ".kind"));
+    constexpr std::size_t kMaxOptions = 64;
+    if (j.size() > kMaxOptions)
+        throw FieldError{field, "at most " + std::to_string(kMaxOptions) + " options"};
+    for (const auto& [key, value] : j.items()) {
+        if (key == "kind")
+            continue;
+        if (value.is_number())
+            part.options[key] = value.get<double>();
+        else if (value.is_string())
+            part.options[key] = value.get<std::string>();
+        else
+            throw FieldError{field + "." + key, "must be a number or a string, got " + io::describeJson(value)};
+    }
+    return part;
+}
+
+BitsRule bitsFromJson(const json& b, const std::string& field)
+{
+    if (b.is_string()) {
+        const auto rule = BitsRule::parse(b.get<std::string>());
+        if (!rule)
+            throw FieldError{field, "must be \"n\", \"n-1\", \"n+1\" ... or an integer 1..8, got " + io::describeJson(b)};
+        return *rule;
+    }
+    return BitsRule{false, getInt(b, field, 1, 8)};
+}
+
 json pathToJson(const PathConfig& p)
 {
     json j;
-    j["rotation"] = std::string(rotationName(p.rotation));
-    j["quantizer"] = std::string(quantizerName(p.quantizer));
+    j["transforms"] = json::array();
+    for (const CodecPart& t : p.transforms)
+        j["transforms"].push_back(partJson(t));
+    j["quantizer"] = partJson(p.quantizer);
+    j["residuals"] = json::array();
+    for (const CodecPart& r : p.residuals)
+        j["residuals"].push_back(partJson(r));
+    j["token_policy"] = partJson(p.tokenPolicy);
     if (p.bits.relative)
         j["bits"] = p.bits.text();
     else
         j["bits"] = p.bits.value;
-    j["norm_format"] = std::string(scalarFormatName(p.normFormat));
-    j["residual"] = std::string(residualName(p.residual));
-    j["qjl_dim"] = p.qjlDim;
-    j["qjl_reconstruction"] = std::string(qjlReconstructionName(p.qjlReconstruction));
-    j["qjl_sketch"] = std::string(qjlSketchName(p.qjlSketch));
-    j["group_size"] = p.groupSize;
-    j["axis"] = std::string(uniformAxisName(p.axis));
-    j["window"] = p.window;
-    j["allocation"] = std::string(allocationName(p.allocation));
-    j["deff_rule"] = std::string(deffRuleName(p.deffRule));
-    j["gap_threshold"] = p.gapThreshold;
-    j["tail_bits"] = p.tailBits;
-    j["headq_rank"] = p.headqRank;
-    j["headq_bits"] = p.headqBits;
-    j["headq_control"] = std::string(headqControlName(p.headqControl));
-    j["token_policy"] = std::string(tokenPolicyName(p.tokenPolicy));
-    if (!p.codec.empty())
-        j["codec"] = p.codec;
     return j;
 }
 
-PathConfig pathFromJson(const json& j, const std::string& field)
+/// The flat path form of format version 1 ("rotation", "quantizer": "lloyd_beta", "residual",
+/// "qjl_dim", "group_size", ...), read into its composition. One norm_format served every stored
+/// scalar of the path (norms, group scales, the sketch's residual norms).
+PathConfig legacyPathFromJson(const json& j, const std::string& field)
 {
     checkKeys(j, field, {"rotation", "quantizer", "bits", "norm_format", "residual", "qjl_dim", "qjl_reconstruction",
-                         "qjl_sketch", "group_size", "axis",
-                         "window", "allocation", "deff_rule", "gap_threshold", "tail_bits", "headq_rank", "headq_bits",
-                         "headq_control", "token_policy", "codec"});
+                         "qjl_sketch", "group_size", "axis", "window", "allocation", "deff_rule", "gap_threshold",
+                         "tail_bits", "headq_rank", "headq_bits", "headq_control", "token_policy", "codec"});
+    auto word = [&](const char* key, const char* fallback) {
+        return j.contains(key) ? getString(j[key], field + "." + key) : std::string(fallback);
+    };
+    auto number = [&](const char* key) { return getNumber(j[key], field + "." + key); };
     PathConfig p;
+    const std::string norm = word("norm_format", "fp16");
+    if (j.contains("bits"))
+        p.bits = bitsFromJson(j["bits"], field + ".bits");
     if (j.contains("codec")) {
-        // A registered codec replaces the composition; validateScheme checks the name.
-        if (!j["codec"].is_string() || !findCodec(j["codec"].get<std::string>()))
-            throw FieldError{field + ".codec", "must name a registered codec (" + codecNames() + "), got "
-                                                   + io::describeJson(j["codec"])};
-        p.codec = j["codec"].get<std::string>();
+        const std::string codec = getString(j["codec"], field + ".codec");
+        if (codec == "kvquant_ds")
+            p.quantizer = CodecPart("kvquant");
+        else if (codec == "fp16")
+            p.quantizer = CodecPart("fp16");
+        else
+            throw FieldError{field + ".codec", "must name a version-1 codec (kvquant_ds, fp16), got '" + codec + "'"};
+        return p;
     }
-    if (j.contains("rotation"))
-        p.rotation = getEnum<Rotation>(j["rotation"], field + ".rotation", rotationFromName, "none, wht, eigen, wht_permuted");
-    // The spectral quantizer lives in the eigenbasis: "quantizer": "spectral" alone implies it.
-    if (j.contains("quantizer") && j["quantizer"] == "spectral" && !j.contains("rotation"))
-        p.rotation = Rotation::Eigen;
-    if (j.contains("quantizer"))
-        p.quantizer = getEnum<QuantizerKind>(j["quantizer"], field + ".quantizer", quantizerFromName,
-                                             "lloyd_beta, lloyd_gauss, lloyd_empirical, uniform, spectral");
-    if (j.contains("bits")) {
-        const json& b = j["bits"];
-        if (b.is_string()) {
-            const auto rule = BitsRule::parse(b.get<std::string>());
-            if (!rule)
-                throw FieldError{field + ".bits", "must be \"n\", \"n-1\", \"n+1\" ... or an integer 1..8, got " + io::describeJson(b)};
-            p.bits = *rule;
-        } else {
-            p.bits = BitsRule{false, getInt(b, field + ".bits", 1, 8)};
+    const std::string quantizer = word("quantizer", "lloyd_beta");
+    const std::string rotation = word("rotation", quantizer == "spectral" ? "eigen" : "none");
+    if (rotation == "wht" || rotation == "wht_permuted" || rotation == "eigen")
+        p.transforms = {CodecPart(rotation)};
+    else if (rotation != "none")
+        throw FieldError{field + ".rotation", "must be one of none, wht, eigen, wht_permuted, got '" + rotation + "'"};
+    if (quantizer == "lloyd_beta" || quantizer == "lloyd_gauss" || quantizer == "lloyd_empirical") {
+        p.quantizer = CodecPart("lloyd", {{"law", quantizer.substr(6)}, {"norm", norm}});
+    } else if (quantizer == "uniform") {
+        p.quantizer = CodecPart("uniform", {{"axis", word("axis", "per_token")}, {"scale", norm}});
+        if (j.contains("group_size"))
+            p.quantizer.options["group"] = number("group_size");
+        if (j.contains("window"))
+            p.quantizer.options["window"] = number("window");
+    } else if (quantizer == "spectral") {
+        p.quantizer = CodecPart("spectral", {{"allocation", word("allocation", "water_filling")},
+                                             {"deff_rule", word("deff_rule", "gap")}});
+        if (j.contains("gap_threshold"))
+            p.quantizer.options["gap_threshold"] = number("gap_threshold");
+        if (j.contains("tail_bits"))
+            p.quantizer.options["tail_bits"] = number("tail_bits");
+    } else {
+        throw FieldError{field + ".quantizer", "must be one of lloyd_beta, lloyd_gauss, lloyd_empirical, uniform, spectral, "
+                                               "got '" + quantizer + "'"};
+    }
+    const std::string residual = word("residual", "none");
+    if (residual == "qjl") {
+        CodecPart qjl("qjl", {{"sketch", word("qjl_sketch", "gaussian")},
+                              {"reconstruction", word("qjl_reconstruction", "unbiased")},
+                              {"norm", norm}});
+        if (j.contains("qjl_dim"))
+            qjl.options["m"] = number("qjl_dim");
+        p.residuals = {qjl};
+    } else if (residual == "headq") {
+        CodecPart headq("headq", {{"control", word("headq_control", "none")}});
+        if (j.contains("headq_rank"))
+            headq.options["rank"] = number("headq_rank");
+        if (j.contains("headq_bits"))
+            headq.options["bits"] = number("headq_bits");
+        p.residuals = {headq};
+    } else if (residual != "none") {
+        throw FieldError{field + ".residual", "must be one of none, qjl, headq, got '" + residual + "'"};
+    }
+    p.tokenPolicy = CodecPart(word("token_policy", "uniform"));
+    return p;
+}
+
+/// A path: the composition {"transforms": [...], "quantizer": ..., "residuals": [...],
+/// "token_policy": ..., "bits": ...} (every key optional: no transform, Lloyd-Max Beta, no residual,
+/// uniform tokens, n bits), or version 1's flat form.
+PathConfig pathFromJson(const json& j, const std::string& field)
+{
+    if (!j.is_object())
+        throw FieldError{field, "must be a JSON object (a path: transforms, quantizer, residuals, token_policy, bits)"};
+    const bool composed = j.contains("transforms") || j.contains("residuals")
+                          || (j.contains("quantizer") && j["quantizer"].is_object());
+    bool legacy = !composed;
+    if (legacy) {
+        // A flat path that uses only keys of both forms with values of the new one reads as the new form.
+        legacy = false;
+        for (const auto& [key, value] : j.items())
+            if (key != "quantizer" && key != "bits" && key != "token_policy")
+                legacy = true;
+        if (j.contains("quantizer") && j["quantizer"].is_string()) {
+            const std::string q = j["quantizer"].get<std::string>();
+            legacy = legacy || q == "lloyd_beta" || q == "lloyd_gauss" || q == "lloyd_empirical" || q == "spectral";
         }
     }
-    if (j.contains("norm_format"))
-        p.normFormat = getEnum<ScalarFormat>(j["norm_format"], field + ".norm_format", scalarFormatFromName,
-                                             "fp16, bf16, fp32");
-    if (j.contains("residual"))
-        p.residual = getEnum<ResidualKind>(j["residual"], field + ".residual", residualFromName, "none, qjl, headq");
-    if (j.contains("qjl_dim"))
-        p.qjlDim = getInt(j["qjl_dim"], field + ".qjl_dim", 0, 1 << 20);
-    if (j.contains("qjl_reconstruction"))
-        p.qjlReconstruction = getEnum<QjlReconstruction>(j["qjl_reconstruction"], field + ".qjl_reconstruction",
-                                                         qjlReconstructionFromName, "unbiased, mse");
-    if (j.contains("qjl_sketch"))
-        p.qjlSketch = getEnum<QjlSketchKind>(j["qjl_sketch"], field + ".qjl_sketch", qjlSketchFromName,
-                                             "gaussian, orthogonal");
-    if (j.contains("group_size"))
-        p.groupSize = getInt(j["group_size"], field + ".group_size", 1, 1 << 20);
-    if (j.contains("axis"))
-        p.axis = getEnum<UniformAxis>(j["axis"], field + ".axis", uniformAxisFromName, "per_channel, per_token");
-    if (j.contains("window"))
-        p.window = getInt(j["window"], field + ".window", 0, 1 << 22);
-    if (j.contains("allocation"))
-        p.allocation = getEnum<Allocation>(j["allocation"], field + ".allocation", allocationFromName, "water_filling, uniform");
-    if (j.contains("deff_rule"))
-        p.deffRule = getEnum<DeffRule>(j["deff_rule"], field + ".deff_rule", deffRuleFromName, "gap, participation");
-    if (j.contains("gap_threshold"))
-        p.gapThreshold = getNumber(j["gap_threshold"], field + ".gap_threshold");
-    if (j.contains("tail_bits"))
-        p.tailBits = getInt(j["tail_bits"], field + ".tail_bits");
-    if (j.contains("headq_rank"))
-        p.headqRank = getInt(j["headq_rank"], field + ".headq_rank");
-    if (j.contains("headq_bits"))
-        p.headqBits = getInt(j["headq_bits"], field + ".headq_bits");
-    if (j.contains("headq_control"))
-        p.headqControl = getEnum<HeadqControl>(j["headq_control"], field + ".headq_control", headqControlFromName,
-                                               "none, wrong_sign, random_basis");
+    if (legacy)
+        return legacyPathFromJson(j, field);
+    checkKeys(j, field, {"transforms", "quantizer", "residuals", "token_policy", "bits"});
+    PathConfig p;
+    auto list = [&](const char* key) {
+        std::vector<CodecPart> parts;
+        if (!j.contains(key))
+            return parts;
+        const json& a = j[key];
+        const std::string where = field + "." + key;
+        if (!a.is_array())
+            throw FieldError{where, "must be an array of parts, got " + io::describeJson(a)};
+        if (a.size() > 8)
+            throw FieldError{where, "at most 8 parts, got " + std::to_string(a.size())};
+        for (std::size_t i = 0; i < a.size(); ++i)
+            parts.push_back(partFromJson(a[i], where + "[" + std::to_string(i) + "]"));
+        return parts;
+    };
+    p.transforms = list("transforms");
+    p.residuals = list("residuals");
+    if (j.contains("quantizer"))
+        p.quantizer = partFromJson(j["quantizer"], field + ".quantizer");
     if (j.contains("token_policy"))
-        p.tokenPolicy = getEnum<TokenPolicy>(j["token_policy"], field + ".token_policy", tokenPolicyFromName, "uniform, a2");
+        p.tokenPolicy = partFromJson(j["token_policy"], field + ".token_policy");
+    if (j.contains("bits"))
+        p.bits = bitsFromJson(j["bits"], field + ".bits");
     return p;
 }
 
@@ -384,9 +477,9 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
     s.schemes.clear();
     if (j.contains("kvlens_spec")) {
         const int version = getInt(j["kvlens_spec"], "kvlens_spec");
-        if (version != kFormatVersion)
+        if (version < 1 || version > kFormatVersion)
             throw FieldError{"kvlens_spec", "format version " + std::to_string(version) + " is not supported (this "
-                                            "build reads version " + std::to_string(kFormatVersion) + ")"};
+                                            "build reads versions 1 to " + std::to_string(kFormatVersion) + ")"};
     }
     if (j.contains("name"))
         s.name = getString(j["name"], "name");

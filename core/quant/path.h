@@ -1,78 +1,94 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// One cache path (K or V) resolved for a budget and a seed, and its CPU encoder (the oracle).
+// One cache path (K or V) planned for a budget and a seed, and the engine that encodes it: the one
+// place where a codec's parts are composed, on the CPU's or a device's primitives.
 #pragma once
 
 #include "core/common/types.h"
-#include "core/quant/codec.h"
-#include "core/quant/lloyd_max.h"
+#include "core/quant/codec_parts.h"
+#include "core/quant/codec_primitives.h"
 #include "core/quant/scheme.h"
-#include "core/quant/spectral.h"
-#include "core/quant/uniform_quantizer.h"
 #include "core/rng/rng.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kvlens {
 
-/// Everything a backend needs to quantize one path: resolved bits, codebook, random signs,
-/// sketch matrix. Random parts are drawn on the host so every backend sees the same inputs.
+/// A path's planned parts. Random parts (signs, sketches, random bases) are drawn on the host
+/// from the seed's named streams, so every backend sees the same ones. Immutable once planned
+/// (but for tokenBits), and shared between threads.
 struct PathPlan {
     PathConfig config;
     int d = 0;                 ///< vector dimension
-    int dim = 0;               ///< stored dimension (next power of two under the WHT, else d)
-    int bits = 0;              ///< scalar bits at this budget
-    std::vector<float> signs;  ///< WHT diagonal (dim entries), empty without rotation
-    /// wht_permuted: stored coordinate i is original coordinate permutation[i] (drawn from the
-    /// seed, after the signs, so the signs are TQ's; costs no bits). Empty otherwise.
-    std::vector<int> permutation;
-    std::shared_ptr<const Codebook> codebook; ///< Lloyd quantizers
-    UniformOptions uniform;    ///< uniform quantizer
-    RowMatrixXf sketch;        ///< QJL matrix S (m x dim), empty without QJL (m x d_eff for SpectralQuant)
+    int dim = 0;               ///< stored dimension after the transforms (next power of two under the WHT)
+    int bits = 0;              ///< the quantizer's bits at this budget
     float scoreScale = 1.0f;   ///< 1/sqrt(d): scores are q.k / sqrt(d)
-
-    // SpectralQuant: the calibrated eigenbasis and what lives in it.
-    Eigen::MatrixXf eigenbasis;                 ///< d x d, columns by descending eigenvalue
-    std::shared_ptr<const SpectralAnalysis> spectrum;
-    int deff = 0;                               ///< leading coordinates modelled (the QJL acts on these)
-    int gapDeff = 0;                            ///< the gap rule's d_eff, reported whichever rule decided
-    std::vector<int> coordBits;                 ///< bits of each eigen-coordinate
-    std::vector<std::shared_ptr<const Codebook>> coordCodebooks; ///< empirical, absolute units (null: 0 bits)
-    std::vector<float> coordMeans;              ///< reconstruction of 0-bit coordinates
-
-    // HeadQ: the side-code basis (d x r): the calibration queries' PCA, or a random one.
-    Eigen::MatrixXf headqBasis;
-
-    // Per-token bits of a value path under the A^2 policy (empty: every token at `bits`).
+    std::vector<std::shared_ptr<const TransformPlan>> transforms;
+    std::shared_ptr<const QuantizerPlan> quantizer;
+    std::vector<std::shared_ptr<const ResidualPlan>> residuals;
+    std::shared_ptr<const TokenPolicyPlan> tokenPolicy;
+    /// Per-token bits (assignTokenBits; empty: every token at `bits`).
     std::vector<int> tokenBits;
 
-    // A registered codec (config.codec names it): it encodes and counts its own bits.
-    std::shared_ptr<const PathCodec> codec;
-
-    int sketchRows() const { return static_cast<int>(sketch.rows()); }
+    /// Lets the token policy assign per-token bits for the rows about to be encoded.
+    void assignTokenBits(const TokenContext& context);
+    /// Tokens the codec encodes together (the largest group of its parts).
+    int causalGroup() const;
+    /// Predicted Var(s^ - s) of a key path (design section 5): D |q|^2 |k|^2 / d / dim for a scalar
+    /// path, with the residual's factor in place of 1/dim when `withResidual`; NaN where the
+    /// quantizer offers no distortion model.
+    double predictedScoreErrorVariance(double meanQueryNorm2, double meanKeyNorm2, bool withResidual) const;
+    /// SpectralQuant's effective dimension, where the quantizer has one.
+    PathDimension dimension() const;
+    /// Decisions of the path on the rows of x within `margin` of a boundary (see boundary_decisions.h).
+    int boundaryDecisions(const RowMatrixXf& x, double margin) const;
+    /// The relative distortion of the quantizer's codebook (Lloyd), or nothing.
+    std::optional<double> relativeDistortion() const;
 };
 
-/// Resolves a path for budget n; random parts (signs, sketches, random bases) come from the
-/// seed's named streams.
+/// The widest projection of any part of the path (QJL's m, HeadQ's rank; 0 without one): memory
+/// estimates and FLOP floors.
+int projectionColumns(const PathConfig& config, int d);
+
+/// Plans a path for budget n: each part in order, from the seed's named streams and the calibration
+/// sets. `config` must be normalized (normalizePath).
 PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, const PlanInputs& inputs,
                   EngineKind engine, std::uint64_t seed);
-/// Convenience: `calibration` (may be null) trains empirical codebooks.
+/// Convenience: `calibration` (may be null) is the path's calibration set.
 PathPlan planPath(const PathConfig& config, int budget, int d, PathSite site, const RowMatrixXf* calibration,
                   EngineKind engine, std::uint64_t seed);
 
-/// Storage of one path in bits per original coordinate, all overheads included: codes over
-/// the padded dimension, norms, sketch bits and residual norms, group parameters, the
-/// full-precision window (exact for `tokens` vectors).
+/// Storage of one path in bits per original coordinate, all overheads included: codes over the
+/// stored dimension, norms, group scalars, windows, sketch bits and residual norms, side codes,
+/// transforms' statistics (exact for `tokens` vectors).
 double pathBitsPerCoordinate(const PathPlan& plan, int tokens);
-/// The same from the configuration alone (no random draws): for menus and previews.
+/// The same from the configuration alone (no random draws; calibrated quantizers are planned on
+/// nothing and report their budget): for menus and previews.
 double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int tokens);
 
-/// x with its columns in the plan's permuted order (wht_permuted), else x itself.
-RowMatrixXf permutedColumns(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x);
-
-/// The CPU reference encoder: rotate, quantize, dequantize, sketch the residual, estimate
-/// scores the way a real cache would (dequantized dot product + the QJL inner-product
-/// term), and reconstruct. x is n x d; queries (nq x d) may be null for value paths.
+/// The engine: transforms forward (x and queries), quantize, the scores the cache would give
+/// (q^ . x^ / sqrt(d) in the stored basis), each residual stage's correction, transforms back.
+/// x is n x d; queries (nq x d) may be null for value paths. Stages run on `prims` when it offers
+/// their primitives, else on the CPU's; `cpuStages` (when given) collects the names of the parts
+/// that ran on the CPU for that reason.
+PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries,
+                      CodecPrimitives& prims, std::vector<std::string>* cpuStages = nullptr);
+/// encodePath on the CPU's primitives: the oracle.
 PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries);
+
+/// How a codec is applied to a cache written token by token.
+struct CausalOptions {
+    int residual = 0;    ///< the last R tokens stay exact (KIVI's and Hugging Face's recent window)
+};
+
+/// Causal application (what a deployed cache does): tokens are encoded in consecutive groups of
+/// causalGroup() tokens, each group when it is complete, from its own rows and calibration data
+/// only, never from a later token; the trailing incomplete group and the last `residual` tokens
+/// stay exact. Rows of a complete group decode the same whatever follows them. With queries, the
+/// scores of each group's columns are the cache's estimates (exact rows: exact scores). The token
+/// policy, if any, is planned per group from `tokens` (null: no per-token bits).
+PathResult encodePathCausal(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries,
+                            const CausalOptions& options, const TokenContext* tokens = nullptr);
 
 } // namespace kvlens

@@ -1,101 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Quantization schemes as a pair of path configurations (keys, values), and the named schemes.
+// A scheme is two codecs (K path, V path); a codec is a composition of registered parts with options.
 #pragma once
 
 #include "core/common/result.h"
-#include "core/quant/lloyd_max.h"
-#include "core/quant/norm_quantizer.h"
-#include "core/quant/uniform_quantizer.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace kvlens {
 
-/// Rotation applied before quantizing (and undone after decoding).
-enum class Rotation {
-    None,
-    Wht,   ///< randomized Walsh-Hadamard (data-oblivious)
-    WhtPermuted, ///< a seeded permutation of the coordinates, then the randomized Walsh-Hadamard
-    Eigen, ///< calibrated eigenbasis (SpectralQuant)
-};
-
-/// The scalar quantizer of a path.
-enum class QuantizerKind {
-    LloydBeta,      ///< norm + Lloyd-Max codebook of the sphere-coordinate Beta law
-    LloydGauss,     ///< norm + Lloyd-Max codebook of N(0, 1/dim)
-    LloydEmpirical, ///< norm + codebook fitted to calibration data
-    Uniform,        ///< KIVI-style min-max integers in groups
-    Spectral,       ///< SpectralQuant: per-coordinate codebooks in a calibrated eigenbasis (paper B)
-};
-
-/// How SpectralQuant spreads the budget over the eigen-coordinates.
-enum class Allocation {
-    WaterFilling, ///< reverse water-filling over the eigenvalues, integer bits (SQ)
-    Uniform,      ///< the same bits on every leading coordinate (SQU)
-};
-
-/// How SpectralQuant picks the number d_eff of leading coordinates it models.
-enum class DeffRule {
-    Gap,           ///< the largest ratio lambda_i / lambda_{i+1} above a threshold
-    Participation, ///< the participation ratio (sum lambda)^2 / sum lambda^2, rounded
-};
-
-/// HeadQ and its two controls (paper C).
-enum class HeadqControl {
-    None,        ///< the correction as designed
-    WrongSign,   ///< the correction subtracted
-    RandomBasis, ///< a random orthonormal basis of the same rank instead of the query PCA basis
-};
-
-/// How a value path spreads its bits over tokens.
-enum class TokenPolicy {
-    Uniform, ///< every token at the path's bits
-    A2,      ///< more bits where the A^2 surrogate sum_j p_j^2 ||v_j - v^_j||^2 says they matter (paper C)
-};
-
-/// How a QJL path turns the stored signs back into a residual vector (scores always use the
-/// unbiased inner-product estimator).
-enum class QjlReconstruction {
-    Unbiased, ///< r^ = c ||r|| S^T sign(S r), c = sqrt(pi/2)/m: E r^ = r, but E||r^ - r||^2 = ((pi/2) dim - 1)/m ||r||^2
-    Mse,      ///< alpha r^ with alpha = 1 / (1 + e), e the unbiased error energy: minimizes E||alpha r^ - r||^2
-};
-
-/// The QJL sketch matrix.
-enum class QjlSketchKind {
-    Gaussian,   ///< i.i.d. N(0, 1) entries
-    Orthogonal, ///< blocks of orthogonal rows of norm sqrt(dim) (each block the Q of a Gaussian draw)
-};
-
-/// What a path stores about the quantization residual.
-enum class ResidualKind {
-    None,
-    Qjl,   ///< 1-bit QJL sketch of the residual (m sign bits + residual norm)
-    HeadQ, ///< side code of the residual in a calibrated query basis (paper C)
-};
-
-std::string_view rotationName(Rotation r);           ///< "none", "wht", "wht_permuted", "eigen"
-std::optional<Rotation> rotationFromName(std::string_view name);
-std::string_view quantizerName(QuantizerKind q);     ///< "lloyd_beta", "lloyd_gauss", "lloyd_empirical", "uniform"
-std::optional<QuantizerKind> quantizerFromName(std::string_view name);
-std::string_view residualName(ResidualKind r);       ///< "none", "qjl", "headq"
-std::optional<ResidualKind> residualFromName(std::string_view name);
-std::string_view allocationName(Allocation a);       ///< "water_filling", "uniform"
-std::optional<Allocation> allocationFromName(std::string_view name);
-std::string_view deffRuleName(DeffRule r);           ///< "gap", "participation"
-std::optional<DeffRule> deffRuleFromName(std::string_view name);
-std::string_view headqControlName(HeadqControl c);   ///< "none", "wrong_sign", "random_basis"
-std::optional<HeadqControl> headqControlFromName(std::string_view name);
-std::string_view tokenPolicyName(TokenPolicy p);     ///< "uniform", "a2"
-std::optional<TokenPolicy> tokenPolicyFromName(std::string_view name);
-std::string_view qjlReconstructionName(QjlReconstruction r); ///< "unbiased", "mse"
-std::optional<QjlReconstruction> qjlReconstructionFromName(std::string_view name);
-std::string_view qjlSketchName(QjlSketchKind k);     ///< "gaussian", "orthogonal"
-std::optional<QjlSketchKind> qjlSketchFromName(std::string_view name);
-
-/// Bits of a path's scalar quantizer: absolute, or relative to the budget n ("n", "n-1").
+/// Bits of a path's quantizer: absolute, or relative to the budget n ("n", "n-1").
 struct BitsRule {
     bool relative = true;
     int value = 0; ///< offset from n when relative, bits otherwise
@@ -109,33 +27,39 @@ struct BitsRule {
     bool operator==(const BitsRule&) const = default;
 };
 
-/// How one of the two caches (K or V) is stored.
+/// An option value of a codec part: a number or a word.
+using OptionValue = std::variant<double, std::string>;
+
+/// One part of a codec: a registered kind (core/quant/codec_parts.h) and its options. After
+/// normalizeCodec every option of the kind is present (defaults filled), so equal parts compare
+/// equal and hash alike.
+struct CodecPart {
+    std::string kind;
+    std::map<std::string, OptionValue> options;
+
+    CodecPart() = default;
+    explicit CodecPart(std::string k, std::map<std::string, OptionValue> o = {}) : kind(std::move(k)), options(std::move(o)) {}
+
+    /// The option `key` as a number / a word (the kind's default when absent).
+    double number(std::string_view key) const;
+    int integer(std::string_view key) const { return static_cast<int>(number(key)); }
+    std::string text(std::string_view key) const;
+    bool operator==(const CodecPart&) const = default;
+};
+
+/// How one of the two caches (K or V) is stored: transforms (applied in order, undone in reverse),
+/// a quantizer, residual stages (each corrects what the previous stages left), a token policy, and
+/// the quantizer's bits at budget n. Nothing outside the parts switches on their kinds.
 struct PathConfig {
-    Rotation rotation = Rotation::None;
-    QuantizerKind quantizer = QuantizerKind::LloydBeta;
+    std::vector<CodecPart> transforms;
+    CodecPart quantizer{"lloyd"};
+    std::vector<CodecPart> residuals;
+    CodecPart tokenPolicy{"uniform"};
     BitsRule bits;                         ///< default "n"
-    ScalarFormat normFormat = ScalarFormat::Fp16;
-    ResidualKind residual = ResidualKind::None;
-    int qjlDim = 0;                        ///< sketch rows m; 0 means m = d (one bit per coordinate)
-    QjlReconstruction qjlReconstruction = QjlReconstruction::Unbiased;
-    QjlSketchKind qjlSketch = QjlSketchKind::Gaussian;
-    int groupSize = 32;                    ///< uniform quantizer
-    UniformAxis axis = UniformAxis::PerToken;
-    int window = 0;                        ///< uniform quantizer: full-precision recent tokens
-    // SpectralQuant (quantizer = spectral, rotation = eigen).
-    Allocation allocation = Allocation::WaterFilling;
-    DeffRule deffRule = DeffRule::Gap;
-    double gapThreshold = 10.0;            ///< minimum eigenvalue ratio the gap rule accepts as a cut
-    int tailBits = 1;                      ///< bits of each coordinate past d_eff (counted in the budget)
-    // HeadQ (residual = headq, key paths).
-    int headqRank = 4;                     ///< r: rank of the query basis
-    int headqBits = 8;                     ///< q: bits per side-code coordinate
-    HeadqControl headqControl = HeadqControl::None;
-    // Value paths.
-    TokenPolicy tokenPolicy = TokenPolicy::Uniform;
-    /// A registered codec (core/quant/codec.h) that replaces the composition above; empty:
-    /// the built-in composition of rotation, quantizer and residual.
-    std::string codec;
+
+    /// The first part of kind `kind` in any role, or null.
+    const CodecPart* part(std::string_view kind) const;
+    bool has(std::string_view kind) const { return part(kind) != nullptr; }
     bool operator==(const PathConfig&) const = default;
 };
 
@@ -149,20 +73,33 @@ struct SchemeConfig {
     bool operator==(const SchemeConfig&) const = default;
 };
 
-/// The built-in schemes: KV, KQV, QKQV (paper A), Plain-/TQ- x {KV, QKV, KQV, QKQV}
-/// (paper B), SQ-KV, SQU-KV, SQ-QKV (paper B's SpectralQuant), KIVI, KIVI-A2, HeadQ,
-/// HeadQ-A2, HeadQ-wrong-sign, HeadQ-random-basis (paper C). Some are the same scheme under
-/// two names (KV = Plain-KV, KQV = TQ-KQV, QKQV = TQ-QKQV), which keeps each paper's vocabulary.
+/// The named schemes: KV, KQV, QKQV (paper A), Plain-/TQ- x {KV, QKV, KQV, QKQV} (paper B),
+/// SQ-KV, SQU-KV, SQ-QKV (paper B's SpectralQuant), KIVI, KIVI-A2, HeadQ, HeadQ-A2,
+/// HeadQ-wrong-sign, HeadQ-random-basis (paper C), KVQuant-DS, K-only, V-only, FP16, and the
+/// llama.cpp cache types (q8_0, q4_0, ... on both paths). One table of compositions
+/// (core/quant/named_schemes.cpp) plus each part file's own schemes.
 const std::vector<SchemeConfig>& namedSchemes();
-/// The named scheme called `name`, or nothing.
+/// The named scheme called `name`, or a scheme of llama.cpp's per-path cache types written
+/// "K=q8_0,V=q4_0" (what -ctk/-ctv set), or nothing.
 std::optional<SchemeConfig> findScheme(std::string_view name);
 /// Comma-separated names, for error messages.
 std::string schemeNames();
+/// A path storing llama.cpp's cache type `type` as -ctk / -ctv spell it: f32 (exact), f16, or a
+/// ggml block type (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl); nothing for another name.
+std::optional<PathConfig> llamaCachePath(std::string_view type);
+/// "f32, f16, q8_0, ...", for messages.
+std::string llamaCacheTypeNames();
 
-/// Checks a scheme at every budget in `budgets`; errors name `field` (e.g. "schemes[2].k.bits").
+/// Fills every part's defaults and checks the composition (kinds known and in their roles,
+/// options in their ranges, the parts' cross-checks) at every budget in `budgets`; errors name
+/// `field` and the option ("schemes[2].k.quantizer.group: must be an integer in [1, 1048576]").
+Status normalizePath(PathConfig& path, const std::vector<int>& budgets, int d, const std::string& field);
+/// Both paths, and the scheme-level rules.
 Status validateScheme(const SchemeConfig& scheme, const std::vector<int>& budgets, int d, const std::string& field);
+/// normalizePath on both paths of a copy (no budgets checked): the canonical form.
+SchemeConfig normalizedScheme(SchemeConfig scheme);
 
-/// True when any path needs a calibration set (empirical codebook, eigenbasis, HeadQ).
+/// True when any part needs a calibration set (empirical codebooks, eigenbases, HeadQ's basis, A^2).
 bool needsCalibration(const SchemeConfig& scheme);
 
 } // namespace kvlens

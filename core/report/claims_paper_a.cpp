@@ -766,7 +766,7 @@ Claim crossoverClaim(const std::vector<const ResultSet*>& runs)
         std::vector<int> variants;
         for (std::size_t s = 0; s < rs->schemes.size(); ++s) {
             const PathConfig& k = rs->schemes[s].key;
-            if (k.residual == ResidualKind::Qjl && k.rotation == Rotation::Wht)
+            if (k.has("qjl") && k.transforms.size() == 1 && k.transforms.front().kind == "wht")
                 variants.push_back(static_cast<int>(s));
         }
         if (variants.size() < 2)
@@ -791,15 +791,15 @@ Claim crossoverClaim(const std::vector<const ResultSet*>& runs)
                 const PathConfig& k = rs->schemes[static_cast<std::size_t>(v)].key;
                 if (k.bits.at(n) != n - 1)
                     continue;
-                const int m = k.qjlDim > 0 ? k.qjlDim : d;
-                const double f = QjlSketch::reconstructionError(m, dim, k.qjlSketch == QjlSketchKind::Orthogonal);
-                const double closed = k.qjlReconstruction == QjlReconstruction::Mse ? f / (1.0 + f) : f;
+                const CodecPart& qjl = *k.part("qjl");
+                const int m = qjl.integer("m") > 0 ? qjl.integer("m") : d;
+                const double f = QjlSketch::reconstructionError(m, dim, qjl.text("sketch") == "orthogonal");
+                const double closed = qjl.text("reconstruction") == "mse" ? f / (1.0 + f) : f;
                 const auto cv = cell(*rs, 0, v, n);
                 const double relMse = cellMean(cv, [](const TrialResult& t) { return t.relMseK; });
                 const double epsV = mean(pooledEpsK(cv));
                 why.rows.push_back({rs->schemes[static_cast<std::size_t>(v)].name, std::to_string(n),
-                                    std::string(qjlSketchName(k.qjlSketch)),
-                                    std::string(qjlReconstructionName(k.qjlReconstruction)), std::to_string(m),
+                                    qjl.text("sketch"), qjl.text("reconstruction"), std::to_string(m),
                                     formatSig(cellMean(cv, [](const TrialResult& t) { return t.bits.key; })),
                                     formatSig(closed), formatSig(relMse / dLower), formatSig(dUpper / dLower),
                                     formatSig(epsKqv), formatSig(epsV), epsV < epsKqv ? "yes" : "no"});

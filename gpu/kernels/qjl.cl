@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// QJL helpers around the products of gemm.cl: residuals, residual norms, sign packing and
+// Element-wise primitives and the QJL helpers around the products of gemm.cl: residuals, residual norms, sign packing and
 // the scaled additions of the estimator and of the reconstruction (element-wise, so they
 // round exactly as the CPU oracle's scaling does).
 
@@ -62,4 +62,42 @@ __kernel void add_scaled_rows(__global float* dst, __global const float* src, __
         return;
     const size_t at = (size_t)i * cols + j;
     dst[at] = dst[at] + src[at] * (c * norms[i]);
+}
+
+// a[i] += s * b[i] (the engine's axpy).
+__kernel void axpy(__global float* a, __global const float* b, float s, int count)
+{
+    const int i = get_global_id(0);
+    if (i < count)
+        a[i] = a[i] + s * b[i];
+}
+
+// a[i] *= s.
+__kernel void scale_values(__global float* a, float s, int count)
+{
+    const int i = get_global_id(0);
+    if (i < count)
+        a[i] = a[i] * s;
+}
+
+// dst[i][j] = src[i][j] * (c * norms[i]): the QJL reconstruction sqrt(pi/2)/m |r_i| (sign(S r_i) S)_j.
+__kernel void scale_rows(__global float* dst, __global const float* src, __global const float* norms, float c, int rows,
+                         int cols)
+{
+    const int j = get_global_id(0), i = get_global_id(1);
+    if (i >= rows || j >= cols)
+        return;
+    const size_t at = (size_t)i * cols + j;
+    dst[at] = src[at] * (c * norms[i]);
+}
+
+// dst[i][j] = src[i][j] * (c * norms[j]): the QJL inner-product estimate (columns are keys).
+__kernel void scale_columns(__global float* dst, __global const float* src, __global const float* norms, float c,
+                            int rows, int cols)
+{
+    const int j = get_global_id(0), i = get_global_id(1);
+    if (i >= rows || j >= cols)
+        return;
+    const size_t at = (size_t)i * cols + j;
+    dst[at] = src[at] * (c * norms[j]);
 }

@@ -71,8 +71,8 @@ private slots:
         const ResultSet r = run(R"({"regime": {"name": "low_rank", "rank": 4, "noise": 0.1}, "d": 128, "tokens": 512,
             "queries": 32, "budgets": [2], "seeds": {"count": 2},
             "schemes": ["KIVI", "HeadQ", "HeadQ-wrong-sign", "HeadQ-random-basis"]})");
-        QCOMPARE(findScheme("HeadQ")->key.headqBits, 8);
-        QCOMPARE(findScheme("HeadQ")->key.headqRank, 4);
+        QCOMPARE(findScheme("HeadQ")->key.part("headq")->integer("bits"), 8);
+        QCOMPARE(findScheme("HeadQ")->key.part("headq")->integer("rank"), 4);
         const double kiviFisher = mean(r, "KIVI", 2, fisher), headqFisher = mean(r, "HeadQ", 2, fisher);
         QVERIFY2(headqFisher * 10.0 <= kiviFisher,
                  qPrintable(QStringLiteral("Fisher: HeadQ %1, KIVI %2").arg(headqFisher).arg(kiviFisher)));

@@ -33,11 +33,28 @@ Dataset lowRank(const char* basis, int d, int r, int tokens, std::uint64_t seed)
     return std::move(data).value();
 }
 
-PathConfig whtPath(Rotation rotation)
+PathConfig whtPath(const char* transform)
 {
     PathConfig p;
-    p.rotation = rotation;
-    return p;
+    p.transforms = {CodecPart(transform)};
+    return normalizedScheme(SchemeConfig{"", "", p, p, false}).key;
+}
+
+RowMatrixXf forward(const PathPlan& plan, const RowMatrixXf& x)
+{
+    RowMatrixXf y;
+    plan.transforms.front()->forward(x, y);
+    return y;
+}
+
+/// x with its columns in the order of the permuted rotation (stored i = original permutation[i]).
+RowMatrixXf permutedColumns(const PathPlan& plan, const RowMatrixXf& x)
+{
+    const std::vector<int>& p = *plan.transforms.front()->permutation();
+    RowMatrixXf out(x.rows(), x.cols());
+    for (std::size_t i = 0; i < p.size(); ++i)
+        out.col(static_cast<Eigen::Index>(i)) = x.col(p[i]);
+    return out;
 }
 
 /// Largest |y(k) - y(k mod r)| over a row: 0 when the row repeats with period r.
@@ -78,24 +95,24 @@ private slots:
         // period r: d/r copies of r values, and their quantization errors repeat with them.
         const int d = 256, r = 8;
         const Dataset axis = lowRank("axis", d, r, 16, 3);
-        const PathPlan tq = planPath(whtPath(Rotation::Wht), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 3);
-        RowMatrixXf y;
-        rotateRows(axis.keys, tq.signs, y);
+        const PathPlan tq = planPath(whtPath("wht"), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 3);
+        RowMatrixXf y = forward(tq, axis.keys);
         for (int row = 0; row < 16; ++row)
             QCOMPARE(periodDefect(y, row, r), 0.0f);
         // r random axes map to Hadamard columns without that structure, and so does the permuted
         // rotation of the same axis-aligned data.
         const Dataset random = lowRank("random_axes", d, r, 16, 3);
-        rotateRows(random.keys, tq.signs, y);
+        y = forward(tq, random.keys);
         QVERIFY(periodDefect(y, 0, r) > 0.1f);
-        const PathPlan permuted =
-            planPath(whtPath(Rotation::WhtPermuted), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 3);
-        QCOMPARE(permuted.signs, tq.signs); // the same signs: the permutation is the only change
-        std::vector<int> sorted = permuted.permutation;
+        const PathPlan permuted = planPath(whtPath("wht_permuted"), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 3);
+        QVERIFY(permuted.transforms.front()->permutation());
+        std::vector<int> sorted = *permuted.transforms.front()->permutation();
         std::sort(sorted.begin(), sorted.end());
         for (int i = 0; i < d; ++i)
             QCOMPARE(sorted[static_cast<std::size_t>(i)], i);
-        rotateRows(permutedColumns(permuted, axis.keys), permuted.signs, y);
+        // The same signs: the permutation is the only change.
+        QCOMPARE(forward(permuted, axis.keys), forward(tq, permutedColumns(permuted, axis.keys)));
+        y = forward(permuted, axis.keys);
         for (int row = 0; row < 4; ++row)
             QVERIFY(periodDefect(y, row, r) > 0.1f);
     }
@@ -106,21 +123,17 @@ private slots:
         // unpermuted path on permuted columns, and the reconstruction is its columns put back.
         const int d = 64;
         const Dataset data = lowRank("haar", d, 8, 32, 5);
-        const PathPlan permuted =
-            planPath(whtPath(Rotation::WhtPermuted), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 5);
-        PathPlan plain = permuted;
-        plain.permutation.clear();
+        const PathPlan permuted = planPath(whtPath("wht_permuted"), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 5);
+        const PathPlan plain = planPath(whtPath("wht"), 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 5);
         const RowMatrixXf xp = permutedColumns(permuted, data.keys), qp = permutedColumns(permuted, data.queries);
         const PathResult a = encodePathCpu(permuted, data.keys, &data.queries);
         const PathResult b = encodePathCpu(plain, xp, &qp);
         QCOMPARE(a.scores, b.scores);
+        const std::vector<int>& order = *permuted.transforms.front()->permutation();
         for (int i = 0; i < d; ++i)
-            QCOMPARE(RowMatrixXf(a.reconstruction.col(permuted.permutation[static_cast<std::size_t>(i)])),
-                     RowMatrixXf(b.reconstruction.col(i)));
+            QCOMPARE(RowMatrixXf(a.reconstruction.col(order[static_cast<std::size_t>(i)])), RowMatrixXf(b.reconstruction.col(i)));
         // The permutation costs no bits.
-        QCOMPARE(pathBitsPerCoordinate(permuted, 32), pathBitsPerCoordinate(planPath(whtPath(Rotation::Wht), 4, d,
-                                                                                      PathSite::Keys, nullptr,
-                                                                                      EngineKind::Pcg64, 5), 32));
+        QCOMPARE(pathBitsPerCoordinate(permuted, 32), pathBitsPerCoordinate(plain, 32));
     }
 
     void qjlReconstructionErrorMatchesItsClosedForm_data()

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// KVQuant-DS, the scheme added through the codec interface: its bit accounting, its sparse
-// outliers on the outlier_channels regime, and that the whole pipeline runs it.
+// KVQuant-DS, the kvquant quantizer part: its bit accounting, its sparse outliers on the
+// outlier_channels regime (their fraction an option), and that the whole pipeline runs it.
 #include "core/common/fp16.h"
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
-#include "core/quant/codec.h"
+#include "core/quant/codec_parts.h"
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"
 #include "core/regimes/regime.h"
@@ -34,9 +34,9 @@ Dataset outlierData(int d, int tokens, int calibration, std::uint64_t seed)
 
 /// KVQuant-DS's storage worked by hand: codes, 1% outliers at 32 bits, a 32-bit CSR row
 /// pointer per token, fp16 mean and scale per channel.
-double handBits(int bits, int d, int tokens)
+double handBits(int bits, int d, int tokens, double fraction = 0.01)
 {
-    const double outliers = std::ceil(0.01 * tokens * d - 1e-9);
+    const double outliers = std::ceil(fraction * tokens * d - 1e-9);
     return (static_cast<double>(bits) * tokens * d + outliers * 32 + 32.0 * tokens + 32.0 * d) / (double(tokens) * d);
 }
 
@@ -50,17 +50,41 @@ private slots:
     {
         const auto s = findScheme("KVQuant-DS");
         QVERIFY(s.has_value());
-        QCOMPARE(QString::fromStdString(s->key.codec), QString("kvquant_ds"));
-        QVERIFY(findCodec("kvquant_ds") != nullptr);
+        QCOMPARE(QString::fromStdString(s->key.quantizer.kind), QString("kvquant"));
+        QVERIFY(findPart("kvquant", PartRole::Quantizer) != nullptr);
+        QCOMPARE(s->key.quantizer.number("outlier_fraction"), 0.01);
         QVERIFY(needsCalibration(*s));
         QVERIFY(validateScheme(*s, {2, 3, 4}, 64, "schemes[0]"));
-        // An unknown codec is refused by name.
+        // An unknown quantizer is refused by name, with the known ones.
         SchemeConfig bad = *s;
         bad.builtin = false;
-        bad.key.codec = "no_such_codec";
+        bad.key.quantizer = CodecPart("no_such_codec");
         const Status st = validateScheme(bad, {3}, 64, "schemes[0]");
         QVERIFY(!st);
-        QCOMPARE(QString::fromStdString(st.error().field), QString("schemes[0].k.codec"));
+        QCOMPARE(QString::fromStdString(st.error().field), QString("schemes[0].k.quantizer"));
+        QVERIFY(st.error().message.find("kvquant") != std::string::npos);
+    }
+
+    void theOutlierFractionIsAnOption()
+    {
+        // 2.5% instead of 1%: that many more entries stored as their fp16 value, and counted.
+        const int d = 64, tokens = 256, bits = 3;
+        const Dataset data = outlierData(d, tokens, 512, 9);
+        SchemeConfig s = *findScheme("KVQuant-DS");
+        s.key.quantizer.options["outlier_fraction"] = 0.025;
+        QVERIFY(validateScheme(s, {3}, d, "s"));
+        const PathPlan plan = planPath(s.key, bits, d, PathSite::Keys, &data.calibrationKeys, EngineKind::Pcg64, 9);
+        KVLENS_COMPARE_ABS(pathBitsPerCoordinate(plan, tokens), handBits(bits, d, tokens, 0.025), 1e-12);
+        const PathResult r = encodePathCpu(plan, data.keys, nullptr);
+        long long exact = 0;
+        for (int i = 0; i < tokens; ++i)
+            for (int j = 0; j < d; ++j)
+                exact += r.reconstruction(i, j) == roundToHalf(data.keys(i, j)) ? 1 : 0;
+        QCOMPARE(exact, static_cast<long long>(std::ceil(0.025 * tokens * d)));
+        s.key.quantizer.options["outlier_fraction"] = 0.6;
+        const Status st = validateScheme(s, {3}, d, "s");
+        QVERIFY(!st);
+        QCOMPARE(QString::fromStdString(st.error().field), QString("s.k.quantizer.outlier_fraction"));
     }
 
     void bitsAreCountedInFull_data()

@@ -2,7 +2,7 @@
 // Named schemes, exact bit accounting, and the CPU path encoder's score estimates.
 #include "core/quant/path.h"
 #include "core/quant/qjl.h"
-#include "core/quant/codec.h"
+#include "core/quant/codec_parts.h"
 #include "core/quant/scheme.h"
 #include "core/quant/wht.h"
 #include "common/approx.h"
@@ -40,34 +40,37 @@ private slots:
             QVERIFY2(needsCalibration(*findScheme(name)), name);
             QVERIFY2(validateScheme(*findScheme(name), {2, 3, 4}, 128, "s").ok(), name);
         }
-        // Twenty from the three papers; registered extensions (core/quant/codec.h) come after them.
-        std::size_t extensions = 0;
-        for (const auto& e : schemeExtensions())
-            extensions += e.schemes.size();
-        QCOMPARE(namedSchemes().size(), std::size_t{20} + extensions);
+        // Twenty from the three papers' table; the schemes parts bring (core/quant/codec_parts.h) come after them.
+        std::size_t fromParts = 0;
+        for (const auto& k : partKinds())
+            fromParts += k.schemes.size();
+        QCOMPARE(namedSchemes().size(), std::size_t{20} + fromParts);
         QCOMPARE(namedSchemes()[19].name, std::string("HeadQ-random-basis"));
-        QCOMPARE(findScheme("SQ-KV")->key.allocation, Allocation::WaterFilling);
-        QCOMPARE(findScheme("SQU-KV")->key.allocation, Allocation::Uniform);
-        QCOMPARE(findScheme("SQ-QKV")->key.residual, ResidualKind::Qjl);
-        QCOMPARE(findScheme("SQ-QKV")->value.residual, ResidualKind::None);
-        QCOMPARE(findScheme("HeadQ")->key.residual, ResidualKind::HeadQ);
-        QCOMPARE(findScheme("HeadQ-wrong-sign")->key.headqControl, HeadqControl::WrongSign);
-        QCOMPARE(findScheme("HeadQ-random-basis")->key.headqControl, HeadqControl::RandomBasis);
-        QCOMPARE(findScheme("KIVI-A2")->value.tokenPolicy, TokenPolicy::A2);
+        QCOMPARE(findScheme("SQ-KV")->key.quantizer.text("allocation"), std::string("water_filling"));
+        QCOMPARE(findScheme("SQU-KV")->key.quantizer.text("allocation"), std::string("uniform"));
+        QVERIFY(findScheme("SQ-QKV")->key.has("qjl"));
+        QVERIFY(findScheme("SQ-QKV")->value.residuals.empty());
+        QVERIFY(findScheme("HeadQ")->key.has("headq"));
+        QCOMPARE(findScheme("HeadQ-wrong-sign")->key.part("headq")->text("control"), std::string("wrong_sign"));
+        QCOMPARE(findScheme("HeadQ-random-basis")->key.part("headq")->text("control"), std::string("random_basis"));
+        QCOMPARE(findScheme("KIVI-A2")->value.tokenPolicy.kind, std::string("a2"));
         QCOMPARE(findScheme("KIVI-A2")->key, findScheme("KIVI")->key);
         // Paper A's names and paper B's are the same schemes.
         QCOMPARE(findScheme("KV")->key, findScheme("Plain-KV")->key);
         QCOMPARE(findScheme("KQV")->value, findScheme("TQ-KQV")->value);
         QCOMPARE(findScheme("QKQV")->key, findScheme("TQ-QKQV")->key);
         const auto kqv = *findScheme("KQV");
-        QCOMPARE(kqv.key.rotation, Rotation::Wht);
-        QCOMPARE(kqv.key.residual, ResidualKind::None);
-        QCOMPARE(kqv.value.residual, ResidualKind::Qjl);
+        QCOMPARE(kqv.key.transforms, std::vector<CodecPart>{CodecPart("wht")});
+        QVERIFY(kqv.key.residuals.empty());
+        QVERIFY(kqv.value.has("qjl"));
         QCOMPARE(kqv.value.bits.at(4), 3);
         const auto plainQkv = *findScheme("Plain-QKV");
-        QCOMPARE(plainQkv.key.rotation, Rotation::None);
-        QCOMPARE(plainQkv.key.residual, ResidualKind::Qjl);
-        QCOMPARE(plainQkv.value.residual, ResidualKind::None);
+        QVERIFY(plainQkv.key.transforms.empty());
+        QVERIFY(plainQkv.key.has("qjl"));
+        QVERIFY(plainQkv.value.residuals.empty());
+        // Named schemes are stored normalized: every option of every part present.
+        for (const SchemeConfig& named : namedSchemes())
+            QCOMPARE(normalizedScheme(named), named);
         QVERIFY(!findScheme("KQQV").has_value());
         QVERIFY(!needsCalibration(*findScheme("KIVI")));
     }
@@ -147,11 +150,18 @@ private slots:
         const PathPlan a = planPath(kqv.key, 4, 128, PathSite::Keys, nullptr, EngineKind::Mt19937_64, 9);
         const PathPlan b = planPath(qkqv.key, 3, 128, PathSite::Keys, nullptr, EngineKind::Mt19937_64, 9);
         const PathPlan v = planPath(qkqv.value, 3, 128, PathSite::Values, nullptr, EngineKind::Mt19937_64, 9);
-        QVERIFY(a.signs == b.signs);
-        QVERIFY(a.signs != v.signs);
-        QCOMPARE(b.sketchRows(), 128);
-        QVERIFY(b.sketch != v.sketch);
-        QCOMPARE(a.sketchRows(), 0);
+        const RowMatrixXf x = gaussianRows(4, 128, 11);
+        RowMatrixXf ya, yb, yv;
+        a.transforms.front()->forward(x, ya);
+        b.transforms.front()->forward(x, yb);
+        v.transforms.front()->forward(x, yv);
+        QCOMPARE(ya, yb);
+        QVERIFY(ya != yv);
+        // The signs are the seed's key-sign stream, drawn independently here.
+        Rng rng(EngineKind::Mt19937_64, 9, Stream::KeySigns);
+        QCOMPARE(*a.transforms.front()->whtSigns(), randomSigns(128, rng));
+        QCOMPARE(b.residuals.front()->projectionColumns(), 128);
+        QVERIFY(a.residuals.empty());
     }
 
     void scalarPathScoresAreTheDequantizedDotProduct()
@@ -169,7 +179,7 @@ private slots:
         // undoing the rotation drops the error that landed in the 32 padding coordinates, so
         // the reconstruction keeps d/d_p of it: d * mse.
         const double rel = (k - r.reconstruction).squaredNorm() / k.squaredNorm();
-        KVLENS_COMPARE_REL(rel, d * plan.codebook->mse, 0.05);
+        KVLENS_COMPARE_REL(rel, d * plan.quantizer->codebook()->mse, 0.05);
     }
 
     void qjlPathAddsTheSketchEstimate()
@@ -179,15 +189,18 @@ private slots:
         const PathPlan plan = planPath(findScheme("TQ-QKV")->key, 4, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 6);
         QCOMPARE(plan.bits, 3);
         const PathResult r = encodePathCpu(plan, k, &q);
-        // Recompute the correction independently: rotate, quantize, sketch the residual.
+        // Recompute the correction independently: the seed's sign and sketch streams, rotate,
+        // quantize, sketch the residual.
+        Rng signRng(EngineKind::Pcg64, 6, Stream::KeySigns), sketchRng(EngineKind::Pcg64, 6, Stream::KeySketch);
+        const std::vector<float> signs = randomSigns(64, signRng);
         RowMatrixXf kr, qr, kHat;
-        rotateRows(k, plan.signs, kr);
-        rotateRows(q, plan.signs, qr);
-        const NormQuantizer quantizer(plan.codebook);
+        rotateRows(k, signs, kr);
+        rotateRows(q, signs, qr);
+        const NormQuantizer quantizer(cachedCodebook(CodebookLaw::Beta, 64, 3));
         NormCodes codes;
         quantizer.encode(kr, codes);
         quantizer.decode(codes, kHat);
-        const QjlSketch sketch(plan.sketch);
+        const QjlSketch sketch(QjlSketch::drawMatrix(64, 64, sketchRng));
         QjlCodes sketchCodes;
         sketch.encode(kr - kHat, sketchCodes);
         RowMatrixXf estimate;
@@ -200,7 +213,7 @@ private slots:
     void uniformPathIsExactOnAWindow()
     {
         SchemeConfig s = *findScheme("KIVI");
-        s.value.window = 16;
+        s.value.quantizer.options["window"] = 16.0;
         const RowMatrixXf v = gaussianRows(64, 32, 7);
         const PathPlan plan = planPath(s.value, 2, 32, PathSite::Values, nullptr, EngineKind::Pcg64, 1);
         const PathResult r = encodePathCpu(plan, v, nullptr);

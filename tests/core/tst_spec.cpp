@@ -36,36 +36,37 @@ private slots:
         SchemeConfig custom;
         custom.name = "mine";
         custom.description = "uniform keys, QJL values";
-        custom.key.quantizer = QuantizerKind::Uniform;
-        custom.key.axis = UniformAxis::PerChannel;
-        custom.key.groupSize = 64;
-        custom.key.window = 8;
-        custom.value.rotation = Rotation::Wht;
+        custom.key.quantizer = CodecPart("uniform", {{"axis", std::string("per_channel")}, {"group", 64.0}, {"window", 8.0}});
+        custom.value.transforms = {CodecPart("wht")};
+        custom.value.quantizer = CodecPart("lloyd", {{"norm", std::string("bf16")}});
         custom.value.bits = BitsRule{false, 3};
-        custom.value.residual = ResidualKind::Qjl;
-        custom.value.qjlDim = 48;
-        custom.value.normFormat = ScalarFormat::Bf16;
+        custom.value.residuals = {CodecPart("qjl", {{"m", 48.0}, {"norm", std::string("bf16")}})};
         s.schemes.push_back(custom);
         s.schemes.push_back(*findScheme("KIVI"));
-        // Every calibrated field: a SpectralQuant key path and an A^2 value path ...
+        // Every calibrated part: a SpectralQuant key path and an A^2 value path ...
         SchemeConfig spectral;
         spectral.name = "sq-custom";
-        spectral.key.rotation = Rotation::Eigen;
-        spectral.key.quantizer = QuantizerKind::Spectral;
-        spectral.key.allocation = Allocation::Uniform;
-        spectral.key.deffRule = DeffRule::Participation;
-        spectral.key.gapThreshold = 25.0;
-        spectral.key.tailBits = 2;
-        spectral.key.residual = ResidualKind::Qjl;
+        spectral.key.transforms = {CodecPart("eigen")};
+        spectral.key.quantizer = CodecPart("spectral", {{"allocation", std::string("uniform")},
+                                                        {"deff_rule", std::string("participation")},
+                                                        {"gap_threshold", 25.0},
+                                                        {"tail_bits", 2.0}});
+        spectral.key.residuals = {CodecPart("qjl")};
         spectral.value = findScheme("KIVI-A2")->value;
         s.schemes.push_back(spectral);
-        // ... and a HeadQ key path with a control.
+        // ... a HeadQ key path with a control, and llama.cpp's types on a channel-normalized path.
         SchemeConfig headq = *findScheme("HeadQ-random-basis");
         headq.builtin = false;
         headq.name = "headq-custom";
-        headq.key.headqRank = 6;
-        headq.key.headqBits = 5;
+        headq.key.residuals.front().options["rank"] = 6.0;
+        headq.key.residuals.front().options["bits"] = 5.0;
         s.schemes.push_back(headq);
+        SchemeConfig ggml = *findScheme("K=q8_0,V=q4_1");
+        ggml.builtin = false;
+        ggml.name = "ggml-custom";
+        ggml.value.transforms = {CodecPart("channel_norm")};
+        s.schemes.push_back(ggml);
+        s.schemes.push_back(*findScheme("K=q4_0,V=f16"));
         s.budgets = {4, 2};
         s.firstSeed = 12345678901234ULL;
         s.seedCount = 3;
@@ -82,6 +83,7 @@ private slots:
         QVERIFY(*back == *normalized);
         QCOMPARE(specToJson(*back), json);
         QVERIFY(json.find("\"KIVI\"") != std::string::npos); // built-in schemes are written by name
+        QVERIFY(json.find("\"K=q4_0,V=f16\"") != std::string::npos);
     }
 
     void aliasesAndDefaults()
@@ -93,6 +95,31 @@ private slots:
         QCOMPARE(paramNumber(spec->regimeParams, "rank"), 8.0); // the regime's default
         QCOMPARE(spec->schemes.size(), std::size_t{3});
         QVERIFY(!specFromJson(R"({"N": 256, "tokens": 256})").ok());
+    }
+
+    void versionOneFlatPathsReadAsCompositions()
+    {
+        // Format 1 wrote flat paths; they read as the composition the engine runs, options included.
+        const auto old = specFromJson(R"({"kvlens_spec": 1, "schemes": [{"name": "x",
+            "k": {"rotation": "wht", "quantizer": "lloyd_gauss", "bits": "n-1", "norm_format": "bf16", "residual": "qjl",
+                  "qjl_dim": 32, "qjl_sketch": "orthogonal", "qjl_reconstruction": "mse"},
+            "v": {"quantizer": "uniform", "axis": "per_token", "group_size": 16, "window": 4, "token_policy": "a2"}},
+            {"name": "y", "k": {"codec": "kvquant_ds"}, "v": {"quantizer": "spectral", "tail_bits": 2}}]})");
+        QVERIFY2(old.ok(), old.ok() ? "" : old.error().text().c_str());
+        const auto composed = specFromJson(R"({"kvlens_spec": 2, "schemes": [{"name": "x",
+            "k": {"transforms": ["wht"], "quantizer": {"kind": "lloyd", "law": "gauss", "norm": "bf16"}, "bits": "n-1",
+                  "residuals": [{"kind": "qjl", "m": 32, "sketch": "orthogonal", "reconstruction": "mse", "norm": "bf16"}]},
+            "v": {"quantizer": {"kind": "uniform", "axis": "per_token", "group": 16, "window": 4}, "token_policy": "a2"}},
+            {"name": "y", "k": {"quantizer": "kvquant"}, "v": {"transforms": ["eigen"],
+             "quantizer": {"kind": "spectral", "tail_bits": 2}}}]})");
+        QVERIFY2(composed.ok(), composed.ok() ? "" : composed.error().text().c_str());
+        QVERIFY(old->schemes == composed->schemes);
+        QCOMPARE(old->schemes[0].key.residuals.front().integer("m"), 32);
+        QCOMPARE(old->schemes[1].value.quantizer.integer("tail_bits"), 2);
+        // A path of keys both forms share ("quantizer": "uniform") means the same in both.
+        const auto shared = specFromJson(R"({"schemes": [{"name": "z", "k": {"quantizer": "uniform", "bits": 3}, "v": {}}]})");
+        QVERIFY(shared.ok());
+        QCOMPARE(shared->schemes[0].key.quantizer.integer("group"), 32);
     }
 
     void invalidFieldsAreNamed_data()
@@ -131,17 +158,38 @@ private slots:
         QTest::newRow("regime param") << R"({"regime": {"name": "heavy_tail", "nu": 0.5}})" << "regime.nu" << "[1.05, 100]";
         QTest::newRow("regime param type") << R"({"regime": {"name": "low_rank", "rank": [1]}})" << "regime.rank" << "number";
         QTest::newRow("unknown key") << R"({"tokenz": 5})" << "tokenz" << "unknown key";
-        QTest::newRow("version") << R"({"kvlens_spec": 2})" << "kvlens_spec" << "version 2";
+        QTest::newRow("version") << R"({"kvlens_spec": 3})" << "kvlens_spec" << "version 3";
         QTest::newRow("not json") << R"({"d": )" << "" << "not valid JSON";
         QTest::newRow("headq on values")
             << R"({"schemes": [{"name": "x", "k": {}, "v": {"quantizer": "uniform", "axis": "per_token", "residual": "headq"}}]})"
-            << "schemes[0].v.residual" << "key path";
+            << "schemes[0].v.residuals[0]" << "key path";
         QTest::newRow("headq rank") << R"({"schemes": [{"name": "x", "k": {"quantizer": "uniform", "axis": "per_channel",
-            "residual": "headq", "headq_rank": 200}, "v": {}}]})" << "schemes[0].k.headq_rank" << "[1, d] = [1, 128]";
+            "residual": "headq", "headq_rank": 200}, "v": {}}]})" << "schemes[0].k.residuals[0].rank" << "[1, d] = [1, 128]";
         QTest::newRow("allocation name") << R"({"schemes": [{"name": "x", "k": {"quantizer": "spectral", "allocation": "greedy"},
-            "v": {}}]})" << "schemes[0].k.allocation" << "water_filling, uniform";
+            "v": {}}]})" << "schemes[0].k.quantizer.allocation" << "water_filling, uniform";
         QTest::newRow("a2 on keys") << R"({"schemes": [{"name": "x", "k": {"quantizer": "uniform", "axis": "per_token",
             "token_policy": "a2"}, "v": {}}]})" << "schemes[0].k.token_policy" << "value paths";
+        // Composed paths: kinds, options, ranges and composition rules are named.
+        QTest::newRow("part kind") << R"({"schemes": [{"name": "x", "k": {"quantizer": "lloyd_max"}, "v": {}}]})"
+                                   << "schemes[0].k.quantizer" << "unknown quantizer 'lloyd_max' (known: ";
+        QTest::newRow("composed kind") << R"({"schemes": [{"name": "x", "k": {"quantizer": {"kind": "gptq"}}, "v": {}}]})"
+                                       << "schemes[0].k.quantizer" << "unknown quantizer 'gptq' (known: ";
+        QTest::newRow("transform kind") << R"({"schemes": [{"name": "x", "k": {"transforms": ["dct"]}, "v": {}}]})"
+                                        << "schemes[0].k.transforms[0]" << "unknown transform 'dct'";
+        QTest::newRow("option name") << R"({"schemes": [{"name": "x", "k": {"quantizer": {"kind": "uniform", "groups": 8}},
+            "v": {}}]})" << "schemes[0].k.quantizer.groups" << "options: group, axis, window, scale";
+        QTest::newRow("option range") << R"({"schemes": [{"name": "x", "k": {"quantizer": {"kind": "uniform", "group": 0}},
+            "v": {}}]})" << "schemes[0].k.quantizer.group" << "integer in [1, 1048576], got 0";
+        QTest::newRow("option choice") << R"({"schemes": [{"name": "x", "k": {"quantizer": {"kind": "ggml", "type": "q3_k"}},
+            "v": {}}]})" << "schemes[0].k.quantizer.type" << "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl";
+        QTest::newRow("option type") << R"({"schemes": [{"name": "x", "k": {"residuals": [{"kind": "qjl", "m": [4]}]},
+            "v": {}}]})" << "schemes[0].k.residuals[0].m" << "number or a string";
+        QTest::newRow("option real") << R"({"schemes": [{"name": "x", "k": {"quantizer": {"kind": "kvquant",
+            "outlier_fraction": 0.9}}, "v": {}}]})" << "schemes[0].k.quantizer.outlier_fraction" << "[0, 0.5]";
+        QTest::newRow("ggml d") << R"({"d": 100, "schemes": ["q8_0"]})" << "schemes[0].k.quantizer" << "multiple of 32";
+        QTest::newRow("spectral alone") << R"({"schemes": [{"name": "x", "k": {"quantizer": {"kind": "spectral"}}, "v": {}}]})"
+                                        << "schemes[0].k.quantizer" << "[\"eigen\"]";
+        QTest::newRow("llama type") << R"({"schemes": ["K=q8_0,V=q3_k"]})" << "schemes[0]" << "K=<type>,V=<type>";
         // A number beyond double range throws out_of_range from the parser (found by fuzz_spec).
         QTest::newRow("number out of range") << R"({"d": 1e400})" << "" << "not valid JSON";
         QTest::newRow("sweep unknown") << R"({"sweep": {"rank": [1, 2]}})" << "sweep.rank" << "cannot be swept";

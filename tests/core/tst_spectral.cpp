@@ -152,15 +152,16 @@ private slots:
                 PlanInputs inputs;
                 inputs.calibration = &data.calibrationKeys;
                 const PathPlan plan = planPath(s.key, budget, 128, PathSite::Keys, inputs, EngineKind::Pcg64, 13);
-                QCOMPARE(plan.deff, 8);
-                const int codeBits = std::accumulate(plan.coordBits.begin(), plan.coordBits.end(), 0);
-                const int sketch = s.key.residual == ResidualKind::Qjl ? plan.sketchRows() : 0;
+                QCOMPARE(plan.dimension().used, 8);
+                const std::vector<int> coordBits = plan.quantizer->coordinateBits();
+                const int codeBits = std::accumulate(coordBits.begin(), coordBits.end(), 0);
+                const int sketch = plan.residuals.empty() ? 0 : plan.residuals.front()->projectionColumns();
                 // Code bits plus sketch sign bits are the budget; the lead saturates at 8 bits and
                 // the tail keeps its floor and takes what the lead cannot use.
                 QCOMPARE(codeBits + sketch, budget * 128);
-                QCOMPARE(sketch, s.key.residual == ResidualKind::Qjl ? 8 : 0);
+                QCOMPARE(sketch, s.key.has("qjl") ? 8 : 0);
                 for (int i = 0; i < 128; ++i)
-                    QVERIFY(plan.coordBits[static_cast<std::size_t>(i)] >= (i < 8 ? 1 : s.key.tailBits));
+                    QVERIFY(coordBits[static_cast<std::size_t>(i)] >= (i < 8 ? 1 : s.key.quantizer.integer("tail_bits")));
                 // The accounting adds only the sketch's residual norm (16 bits) to the budget.
                 KVLENS_COMPARE_ABS(pathBitsPerCoordinate(plan, 1024), budget + (sketch > 0 ? 16.0 / 128.0 : 0.0), 1e-12);
                 KVLENS_COMPARE_ABS(pathBitsPerCoordinate(s.key, budget, 128, 1024), pathBitsPerCoordinate(plan, 1024), 1e-12);
@@ -180,12 +181,14 @@ private slots:
         PlanInputs inputs;
         inputs.calibration = &data->calibrationKeys;
         SchemeConfig sq = *findScheme("SQ-KV"), squ = *findScheme("SQU-KV");
-        sq.key.deffRule = squ.key.deffRule = DeffRule::Participation;
+        sq.key.quantizer.options["deff_rule"] = squ.key.quantizer.options["deff_rule"] = std::string("participation");
         const PathPlan water = planPath(sq.key, 2, 64, PathSite::Keys, inputs, EngineKind::Pcg64, 5);
         const PathPlan even = planPath(squ.key, 2, 64, PathSite::Keys, inputs, EngineKind::Pcg64, 5);
-        QVERIFY(water.deff >= 2);
-        QVERIFY(water.coordBits.front() > water.coordBits[static_cast<std::size_t>(water.deff - 1)]);
-        QVERIFY(std::abs(even.coordBits.front() - even.coordBits[static_cast<std::size_t>(even.deff - 1)]) <= 1);
+        const int waterDeff = water.dimension().used, evenDeff = even.dimension().used;
+        const std::vector<int> waterBits = water.quantizer->coordinateBits(), evenBits = even.quantizer->coordinateBits();
+        QVERIFY(waterDeff >= 2);
+        QVERIFY(waterBits.front() > waterBits[static_cast<std::size_t>(waterDeff - 1)]);
+        QVERIFY(std::abs(evenBits.front() - evenBits[static_cast<std::size_t>(evenDeff - 1)]) <= 1);
     }
 
     void sqBeatsTqOnLowRankAndLosesOnHeavyTails()
