@@ -30,7 +30,7 @@ struct Column {
 const Column kColumns[] = {
     {"A", "First scheme of the pair."},
     {"B", "Second scheme of the pair."},
-    {"n", "Bit budget (bits per coordinate)."},
+    {"n", "Nominal bit budget n; the bits a scheme really spends differ (see the Rate–distortion view)."},
     {"queries", "Queries per scheme (pooled over seeds)."},
     {"KL ratio", "Median per-query KL of A divided by that of B: below 1, A does less damage."},
     {"95% interval", "Percentile bootstrap interval of the KL ratio (paired: the same queries under both)."},
@@ -106,6 +106,13 @@ QString ComparisonView::dataCsv() const
     return QString::fromStdString(stats::comparisonsCsv(*data().results, *data().comparisons));
 }
 
+QString ComparisonView::noFigureReason() const
+{
+    if (!data().empty() && !data().comparisons)
+        return QStringLiteral("the comparisons need the whole run (this one is partial: cancelled, or still running)");
+    return ResultView::noFigureReason();
+}
+
 void ComparisonView::redraw()
 {
     m_plot->resetPlot();
@@ -132,11 +139,15 @@ void ComparisonView::redraw()
     QVector<double> sigX, sigY, sigLow, sigHigh, nsX, nsY, nsLow, nsHigh;
     QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
     int row = 0;
+    QStringList undrawn;
     for (const stats::ComparisonRow& c : *data().comparisons) {
         if (c.point != currentPoint() || (budget != 0 && c.budget != budget))
             continue;
-        if (!(c.medianKlRatio > 0.0))
+        if (!(c.medianKlRatio > 0.0) || !std::isfinite(c.medianKlRatio)) {
+            // No place on the log axis (a median KL of 0: a scheme that quantizes only V): named below.
+            undrawn << QStringLiteral("%1 vs %2, n=%3").arg(schemeName(c.schemeA), schemeName(c.schemeB)).arg(c.budget);
             continue;
+        }
         const double y = -row; // first comparison on top
         labels->addTick(y, QStringLiteral("%1 vs %2, n=%3").arg(schemeName(c.schemeA), schemeName(c.schemeB)).arg(c.budget));
         const bool significant = c.pHolm.p < 0.05;
@@ -187,6 +198,11 @@ void ComparisonView::redraw()
     one->point1->setCoords(1.0, 0.0);
     one->point2->setCoords(1.0, 1.0);
     one->setPen(QPen(Qt::black, 0, Qt::DashLine));
+    if (!undrawn.isEmpty())
+        m_plot->addFootnote(QStringLiteral("not drawn, the ratio is 0 or undefined (a median KL of 0):\n")
+                            + undrawn.mid(0, 4).join(QStringLiteral("\n"))
+                            + (undrawn.size() > 4 ? QStringLiteral("\nand %1 more (in the table)").arg(undrawn.size() - 4)
+                                                  : QString()));
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
     fillTable();
