@@ -331,7 +331,8 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
     // An empty figure ("Not a model run") is not written: the outcome says why. Its data still is,
     // where there is some (the validation's RNG comparison without an OpenCL device).
     if (const QString reason = view.noFigureReason(); !reason.isEmpty()) {
-        if (view.dataCsv().trimmed().isEmpty()) {
+        // Data means a row under the header.
+        if (view.dataCsv().trimmed().count(QLatin1Char('\n')) < 1) {
             out.skipped << QStringLiteral("%1: %2").arg(view.viewTitle(), reason);
             return out;
         }

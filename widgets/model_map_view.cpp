@@ -393,7 +393,7 @@ void ModelMapView::redraw()
         below->axis(QCPAxis::atBottom)->setTicker(ticker);
         below->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
         rect->setMarginGroup(QCP::msLeft | QCP::msRight | QCP::msBottom | QCP::msTop, margins);
-        m_plot->plotLayout()->setRowStretchFactor(0, 2.5);
+        m_plot->plotLayout()->setRowStretchFactor(0, 2.0);
         m_plot->plotLayout()->setRowStretchFactor(1, 1.0);
         auto* legend = new QCPLegend;
         below->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);

@@ -32,6 +32,9 @@ public:
     /// The whole model's run, also while one of its cells is studied (the figure shows every cell).
     std::shared_ptr<const ResultSet> figureResults() const override;
     QString noFigureReason() const override;
+    /// Taller than the default at a single column: the colour bar's label runs along the map's
+    /// height, and the sensitivity panel needs its own.
+    double printAspect(double widthInches) const override { return widthInches < 5.0 ? 1.25 : 0.75; }
     /// The metrics offered (map metric names, model_lens.h).
     static QStringList metricKeys();
     /// The value of the current map at (layer, head), NaN if none.
