@@ -4,6 +4,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QSignalBlocker>
 
 #include <algorithm>
 #include <cmath>
@@ -23,8 +24,13 @@ RateDistortionView::RateDistortionView(QWidget* parent)
     m_logY = new QCheckBox(QStringLiteral("log y"), this);
     m_logY->setChecked(true);
     m_logY->setToolTip(QStringLiteral("Logarithmic damage axis (damage spans decades across budgets)."));
+    m_pool = new QCheckBox(QStringLiteral("pool grid points"), this);
+    m_pool->setToolTip(QStringLiteral("One point per scheme and budget over every grid point (each seed: the mean over "
+                                      "the points), as for a whole model's layers and heads; off: the grid point chosen."));
+    m_pool->setVisible(false);
     addOption(QStringLiteral("Damage:"), m_metric);
     addOption(QString(), m_logY);
+    addOption(QString(), m_pool);
     setToolTip(viewDescription());
 }
 
@@ -39,6 +45,11 @@ QString RateDistortionView::viewDescription() const
 void RateDistortionView::setMetric(DamageMetric metric)
 {
     m_metric->setCurrentIndex(m_metric->findData(static_cast<int>(metric)));
+}
+
+void RateDistortionView::setPooled(bool pooled)
+{
+    m_pool->setChecked(pooled);
 }
 
 QString RateDistortionView::dataCsv() const
@@ -68,30 +79,20 @@ void RateDistortionView::redraw()
         return;
     }
     const ResultSet& r = *data().results;
+    const bool severalPoints = r.spec.pointCount() > 1;
+    if (m_shownRun != &r) {
+        // A new run: a model's cells are pooled by default (the whole model), other grids are not.
+        m_shownRun = &r;
+        const QSignalBlocker block(m_pool);
+        m_pool->setChecked(r.spec.regime == "model");
+    }
+    m_pool->setVisible(severalPoints);
+    const bool pooled = severalPoints && m_pool->isChecked();
     const std::shared_ptr<const RateDistortion> computed = kl ? data().rateDistortionKl : data().rateDistortionOutput;
-    m_rd = computed ? *computed : rateDistortion(r, metric);
-    const int point = currentPoint();
+    m_rd = pooled ? rateDistortionPooled(r, metric) : computed ? *computed : rateDistortion(r, metric);
+    const int point = pooled ? 0 : currentPoint();
     const QString zeroText = kl ? QStringLiteral("KL = 0 exactly") : QStringLiteral("error = 0 exactly");
 
-    // The envelope first, so the points are drawn over it: a broad grey band through them.
-    QCPGraph* envelope = nullptr;
-    {
-        QVector<double> x, y;
-        for (int i : m_rd.envelope(point)) {
-            const RateDistortionPoint& p = m_rd.points[static_cast<std::size_t>(i)];
-            if (logY && !(p.damage > 0.0))
-                continue; // no place on a log axis (named in its scheme's legend entry)
-            x << p.bits;
-            y << p.damage;
-        }
-        if (!x.isEmpty()) {
-            QCPGraph* g = m_plot->addLineSeries(envelopeName(), QColor(0x99, 0x99, 0x99), QCPScatterStyle::ssNone);
-            QColor band(0x99, 0x99, 0x99, 110);
-            g->setPen(QPen(band, 5.0, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
-            g->setData(x, y, true);
-            envelope = g;
-        }
-    }
     // One line per scheme through its budgets, ascending in bits.
     std::set<int> seedCounts;
     QStringList notDrawn;
@@ -145,6 +146,26 @@ void RateDistortionView::redraw()
         bars->setPen(QPen(color, 1.0));
         bars->setWhiskerWidth(4); // narrower than the marker: a bar on y, not a mark on x
     }
+    m_plot->noteCoincidences(QStringLiteral("identical points, drawn as rings: "));
+    // The envelope: a broad grey band under the points (on the grid's layer, below the data),
+    // added after the schemes' lines so that passing through their points is not a coincidence.
+    QCPGraph* envelope = nullptr;
+    {
+        QVector<double> x, y;
+        for (int i : m_rd.envelope(point)) {
+            const RateDistortionPoint& p = m_rd.points[static_cast<std::size_t>(i)];
+            if (logY && !(p.damage > 0.0))
+                continue; // no place on a log axis (named in its scheme's legend entry)
+            x << p.bits;
+            y << p.damage;
+        }
+        if (!x.isEmpty()) {
+            envelope = m_plot->addLineSeries(envelopeName(), QColor(0x99, 0x99, 0x99), QCPScatterStyle::ssNone);
+            envelope->setPen(QPen(QColor(0x99, 0x99, 0x99, 110), 5.0, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+            envelope->setData(x, y, true);
+            envelope->setLayer(QStringLiteral("grid"));
+        }
+    }
     if (logY)
         PlotWidget::setLogAxis(m_plot->yAxis);
     m_plot->clipLogErrorBars(); // intervals reaching 0 on a log axis: a marker, not a bar to the floor
@@ -161,12 +182,7 @@ void RateDistortionView::redraw()
         const QCPRange yr = m_plot->yAxis->range();
         m_plot->yAxis->setRange(std::min(0.0, yr.lower), yr.upper + 0.08 * std::max(yr.size(), 1e-12));
     }
-    if (envelope) { // last in the legend, after the schemes
-        envelope->removeFromLegend();
-        envelope->addToLegend();
-    }
     m_plot->placeLegendBelow(std::max(1, std::min(3, static_cast<int>(r.schemes.size()) + 1)));
-    m_plot->noteCoincidences(QStringLiteral("identical points, drawn as rings: "));
     // What a point and a bar are, and which budget is which point.
     QStringList budgets;
     for (int n : budgetsDrawn)
@@ -175,13 +191,14 @@ void RateDistortionView::redraw()
                           : seedCounts.empty()   ? QStringLiteral("0")
                                                  : QStringLiteral("%1–%2").arg(*seedCounts.begin()).arg(*seedCounts.rbegin());
     const QString order = budgets.size() > 1 && nAscending
-                              ? QStringLiteral("Lines: a scheme at n = %1, left to right. ").arg(budgets.join(QStringLiteral(", ")))
-                              : budgets.size() == 1 ? QStringLiteral("Points: each scheme at n = %1. ").arg(budgets.front())
+                              ? QStringLiteral("Lines: a scheme at n = %1 (left to right); ").arg(budgets.join(QStringLiteral(", ")))
+                              : budgets.size() == 1 ? QStringLiteral("Each scheme at n = %1; ").arg(budgets.front())
                                                     : QString();
     const bool oneSeed = seedCounts.size() == 1 && *seedCounts.begin() == 1;
-    m_plot->addFootnote(order + (oneSeed ? QStringLiteral("One seed: its mean over queries, no interval.")
-                                         : QStringLiteral("Points: mean over seeds of each seed's mean; bars: 95% "
-                                                          "t-interval over the %1 seeds.").arg(seeds)));
+    const QString scope = pooled ? QStringLiteral("%1 grid points pooled. ").arg(m_rd.pooledPoints) : QString();
+    m_plot->addFootnote(scope + order + (oneSeed ? QStringLiteral("one seed: its mean over queries, no interval.")
+                                                 : QStringLiteral("points: mean of the %1 seeds' means, bars: 95% "
+                                                                  "t-interval over seeds.").arg(seeds)));
     if (!notDrawn.isEmpty())
         m_plot->addFootnote(QStringLiteral("not drawn (a seed's damage is not finite): ") + notDrawn.join(QStringLiteral(", ")));
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());

@@ -14,7 +14,8 @@ namespace kvlens::widgets {
 /// exact bits per coordinate they spend (overheads included, K and V), damage on y (mean KL, or
 /// the output's relative error) as the mean over seeds of each seed's mean, with a 95% Student-t
 /// interval over seeds; under the points, the lower envelope (the points no other point beats on
-/// both bits and damage). Numbers: core/analysis/rate_distortion.h.
+/// both bits and damage). A run over several grid points (a model's layers and heads) can be drawn
+/// pooled over them. Numbers: core/analysis/rate_distortion.h.
 class RateDistortionView final : public ResultView {
     Q_OBJECT
 public:
@@ -30,6 +31,9 @@ public:
     const RateDistortion& points() const { return m_rd; }
     /// The damage on y: mean KL (default) or the output's relative error.
     void setMetric(DamageMetric metric);
+    /// With several grid points: one point per scheme and budget pooled over them (the default for
+    /// a model run: the whole model), or the current grid point's.
+    void setPooled(bool pooled);
     /// The legend entry and series name of the envelope.
     static QString envelopeName() { return QStringLiteral("lower envelope"); }
 
@@ -39,6 +43,8 @@ protected:
 private:
     QComboBox* m_metric = nullptr;
     QCheckBox* m_logY = nullptr;
+    QCheckBox* m_pool = nullptr;
+    const ResultSet* m_shownRun = nullptr; ///< the run the pooling default was chosen for
     RateDistortion m_rd;
 };
 

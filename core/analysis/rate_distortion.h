@@ -47,6 +47,9 @@ struct RateDistortionPoint {
 /// Every cell of a run as a rate-distortion point, in walk order (point, budget, scheme).
 struct RateDistortion {
     DamageMetric metric = DamageMetric::MeanKl;
+    /// 0: one point per grid point's cell. n > 0: the n grid points pooled (a model's layers and
+    /// heads), one point per (scheme, budget), all with `point` 0.
+    int pooledPoints = 0;
     std::vector<RateDistortionPoint> points;
 
     /// The envelope of grid point `point`: indices into `points`, ascending in bits (so
@@ -59,8 +62,15 @@ struct RateDistortion {
 /// Student (1908) for the interval; the envelope is the non-dominated set of (bits, damage).
 RateDistortion rateDistortion(const ResultSet& results, DamageMetric metric = DamageMetric::MeanKl);
 
+/// The same with every grid point pooled: per (scheme, budget) and seed, the mean over the grid
+/// points holding that seed of their per-seed means (each point weighs alike: a model's heads);
+/// then the mean and Student-t interval over seeds as above. For a model run, the whole model's
+/// rate-distortion; for a sweep over d or N, the bits differ by point (bitsSpread says how much).
+RateDistortion rateDistortionPooled(const ResultSet& results, DamageMetric metric = DamageMetric::MeanKl);
+
 /// point,point_label,scheme,budget_nominal,bits_exact,bits_spread,metric,unit,damage,ci_low,ci_high,
-/// interval,seeds,on_envelope: one row per point, in walk order. `interval` says how the interval was
+/// interval,seeds,on_envelope: one row per point, in walk order (pooled: point "all", point_label
+/// "pooled over N grid points"). `interval` says how the interval was
 /// made ("student_t_95_over_seeds", or why there is none: "none_one_seed", "none_not_finite").
 std::string rateDistortionCsv(const ResultSet& results, const RateDistortion& rd);
 

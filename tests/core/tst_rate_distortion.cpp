@@ -170,6 +170,41 @@ private slots:
         KVLENS_COMPARE_ABS(rd.points[0].bits, (2.5 + 2.75) / 2.0, 1e-12);
         KVLENS_COMPARE_ABS(rd.points[0].bitsSpread, 0.25, 1e-12);
     }
+
+    void poolingGridPointsAveragesEachSeedOverThem()
+    {
+        // Two grid points (a model's two heads, say): per seed, the mean over the points of their
+        // seed means; the interval is still over the seeds (2 units).
+        ResultSet r = emptySet(2);
+        r.spec.budgets = {2};
+        r.spec.schemes.resize(1);
+        r.spec.sweep = {SweepAxis{SweepParameter::D, "", {32.0, 64.0}}};
+        r.schemes = r.spec.schemes;
+        auto at = [](int point, int seed, double keyBits, float kl) {
+            TrialResult t = trial(0, 2, seed, keyBits, 2.0, {kl, kl});
+            t.key.point = point;
+            return t;
+        };
+        r.trials = {at(0, 0, 2.0, 1.0f), at(0, 1, 2.0, 3.0f), at(1, 0, 4.0, 3.0f), at(1, 1, 4.0, 5.0f)};
+        const RateDistortion per = rateDistortion(r);
+        QCOMPARE(per.points.size(), std::size_t{2});
+        QCOMPARE(per.pooledPoints, 0);
+        const RateDistortion pooled = rateDistortionPooled(r);
+        QCOMPARE(pooled.pooledPoints, 2);
+        QCOMPARE(pooled.points.size(), std::size_t{1});
+        const RateDistortionPoint& p = pooled.points[0];
+        // Seed 0: (1 + 3) / 2 = 2; seed 1: (3 + 5) / 2 = 4. Mean 3, sd sqrt(2): half width t(0.975, 1).
+        KVLENS_COMPARE_ABS(p.damage, 3.0, 1e-12);
+        QCOMPARE(p.seeds, 2);
+        KVLENS_COMPARE_REL(p.high - p.damage, kT1, 1e-9);
+        // Bits (2 + 2) / 2 = 2 at point 0 and (4 + 2) / 2 = 3 at point 1: mean 2.5, spread 1.
+        KVLENS_COMPARE_ABS(p.bits, 2.5, 1e-12);
+        KVLENS_COMPARE_ABS(p.bitsSpread, 1.0, 1e-12);
+        QVERIFY(p.onEnvelope);
+        const QString csv = QString::fromStdString(rateDistortionCsv(r, pooled));
+        QVERIFY2(csv.section(QLatin1Char('\n'), 1, 1).startsWith(QStringLiteral("all,pooled over 2 grid points,KV,2,2.5,1,")),
+                 qPrintable(csv));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestRateDistortion)
