@@ -4,6 +4,7 @@
 
 #include "app/backend_factory.h"
 #include "app/validation_run.h"
+#include "core/analysis/coverage.h"
 #include "core/experiment/runner.h"
 
 #include <algorithm>
@@ -114,13 +115,24 @@ void ExperimentWorker::run(quint64 id, const kvlens::ExperimentSpec& spec)
         }
     }
     const bool cancelled = result->cancelled;
+    long long leftOut = 0;
+    if (cancelled) {
+        // A cancelled run is drawn (and exported) on the seeds every scheme finished at each
+        // (point, budget): no figure compares schemes on different draws. The other finished
+        // trials stay in the trial cache, so a rerun does not compute them again.
+        ResultSet kept = sharedSeedTrials(*result);
+        leftOut = static_cast<long long>(result->trials.size() - kept.trials.size());
+        *result = std::move(kept);
+    }
+    const bool complete = static_cast<long long>(result->trials.size()) == result->totalTrials;
     auto shared = std::make_shared<const ResultSet>(std::move(result).value());
     // The comparison table needs the whole run; a cancelled run shows what finished without it.
     // A newer request stops the comparisons too: its result would be dropped anyway.
     const CancelToken superseded([generation = m_generation, id] { return generation->load() != id; });
     widgets::ViewData data;
     try {
-        data = widgets::makeViewData(std::move(shared), !cancelled, superseded);
+        data = widgets::makeViewData(std::move(shared), complete, superseded);
+        data.leftOut = leftOut;
     } catch (const Cancelled&) {
         return;
     } catch (const std::exception& e) { // bad_alloc in the analyses: say so, never terminate

@@ -447,7 +447,15 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
     m_status->setToolTip(m_status->text() + QStringLiteral("\n\n") + QStringLiteral("Backend · trials finished (new ones computed, the rest from the trial cache) · "
                                         "run time · mean entropy of the exact attention (low entropy = peaked "
                                         "attention, where key errors hurt most) · the trial cache's use of its limit."));
-    setMessage(cancelled ? QStringLiteral("cancelled after %1 trials").arg(r.trials.size())
+    const QString cancelNote =
+        data.leftOut > 0
+            ? QStringLiteral("cancelled: drawn %1 of %2 trials, on the seeds every scheme finished (%3 more finished "
+                             "trials left out)")
+                  .arg(r.trials.size())
+                  .arg(r.totalTrials)
+                  .arg(data.leftOut)
+            : QStringLiteral("cancelled after %1 of %2 trials").arg(r.trials.size()).arg(r.totalTrials);
+    setMessage(cancelled ? cancelNote
                          : (r.regimeNote.empty() ? QStringLiteral("done") : QString::fromStdString(r.regimeNote)),
                false);
     emit runFinished(id, QString());
@@ -490,12 +498,6 @@ void MainWindow::setMessage(const QString& text, bool error)
 {
     m_message->setText(text);
     m_message->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
-}
-
-QByteArray MainWindow::currentSpecJson() const
-{
-    const ExperimentSpec spec = m_data.results ? m_data.results->spec : m_controls->spec();
-    return QByteArray::fromStdString(specToJson(spec) + "\n");
 }
 
 void MainWindow::openSpec()
@@ -566,6 +568,39 @@ void MainWindow::rebuildRecentMenu()
     m_recentMenu->setEnabled(!m_recent.isEmpty());
 }
 
+QString MainWindow::messageText() const
+{
+    return m_message->text();
+}
+
+widgets::ExportOutcome MainWindow::exportTo(const std::vector<widgets::ResultView*>& views, const QString& dir,
+                                            const std::function<QString(const widgets::ResultView&)>& stemFor,
+                                            const widgets::ExportOptions& options)
+{
+    widgets::ExportOutcome outcome;
+    if (m_running) {
+        outcome.error = QStringLiteral("a run is going: export once it has finished, or cancel it (a cancelled run "
+                                       "is exported as partial, on the seeds every scheme finished)");
+        setMessage(QStringLiteral("export refused: %1").arg(outcome.error), true);
+        return outcome;
+    }
+    // One set: written beside the folder's files and renamed in only when every file is written,
+    // so a full disk or a failed view leaves the previous export whole. Each figure's spec is
+    // the run it was drawn from (the Model map's whole model while one of its cells is studied).
+    outcome = widgets::exportViews(views, dir, stemFor, options);
+    if (!outcome.ok()) {
+        setMessage(QStringLiteral("export failed: %1").arg(outcome.error), true);
+        return outcome;
+    }
+    QString text = outcome.written.size() <= 6 ? QStringLiteral("wrote %1").arg(outcome.written.join(QStringLiteral(", ")))
+                                               : QStringLiteral("wrote %1 files to %2").arg(outcome.written.size()).arg(dir);
+    if (!outcome.skipped.isEmpty())
+        text += QStringLiteral("; skipped: %1").arg(outcome.skipped.join(QStringLiteral("; ")));
+    setMessage(text, false);
+    m_message->setToolTip(text);
+    return outcome;
+}
+
 void MainWindow::exportCurrent()
 {
     auto* view = qobject_cast<widgets::ResultView*>(m_tabs->currentWidget());
@@ -578,12 +613,13 @@ void MainWindow::exportCurrent()
         return;
     m_exportFolder = dialog.folder();
     const QString stem = dialog.stem();
-    const auto outcome = widgets::exportViews({view}, dialog.folder(), [&](const widgets::ResultView&) { return stem; },
-                                              dialog.options(), currentSpecJson());
+    const auto outcome = exportTo({view}, dialog.folder(), [&](const widgets::ResultView&) { return stem; },
+                                  dialog.options());
     if (!outcome.ok())
         QMessageBox::warning(this, QStringLiteral("Export failed"), outcome.error);
-    else
-        setMessage(QStringLiteral("wrote %1").arg(outcome.written.join(QStringLiteral(", "))), false);
+    else if (outcome.written.isEmpty())
+        QMessageBox::information(this, QStringLiteral("Export"),
+                                 QStringLiteral("Nothing written: %1").arg(outcome.skipped.join(QLatin1Char('\n'))));
 }
 
 void MainWindow::exportAll()
@@ -596,19 +632,18 @@ void MainWindow::exportAll()
     if (dialog.exec() != QDialog::Accepted)
         return;
     m_exportFolder = dialog.folder();
-    // One set: written beside the folder's files and renamed in only when every file is written,
-    // so a full disk or a failed view leaves the previous export whole.
     const QString prefix = dialog.stem();
     const std::vector<widgets::ResultView*> views(m_views.begin(), m_views.end());
-    const auto outcome = widgets::exportViews(
-        views, dialog.folder(), [&](const widgets::ResultView& v) { return prefix + v.viewId(); }, dialog.options(),
-        currentSpecJson());
-    if (!outcome.ok()) {
+    const auto outcome = exportTo(
+        views, dialog.folder(), [&](const widgets::ResultView& v) { return prefix + v.viewId(); }, dialog.options());
+    if (!outcome.ok())
         QMessageBox::warning(this, QStringLiteral("Export failed"),
                              outcome.error + QStringLiteral("\nNothing in %1 was changed.").arg(dialog.folder()));
-        return;
-    }
-    setMessage(QStringLiteral("wrote %1 files to %2").arg(outcome.written.size()).arg(dialog.folder()), false);
+    else if (!outcome.skipped.isEmpty())
+        QMessageBox::information(this, QStringLiteral("Export"),
+                                 QStringLiteral("Wrote %1 files to %2.\n\nNot written (nothing to draw):\n%3")
+                                     .arg(outcome.written.size())
+                                     .arg(dialog.folder(), outcome.skipped.join(QLatin1Char('\n'))));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/model/spec.h"
+#include "widgets/figure_export.h"
 #include "widgets/job_tracker.h"
 #include "widgets/view_data.h"
 
@@ -12,6 +13,7 @@
 #include <QTimer>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -49,6 +51,15 @@ public:
     const ExperimentWorker* worker() const { return m_worker; }
     /// The status line's text (backend, trials, cache use).
     QString statusText() const;
+    /// The message beside it: what the last action did ("wrote 42 files…; skipped: …").
+    QString messageText() const;
+    /// Exports `views` into `dir` as File → Export does after its dialog (exportViews: the spec of
+    /// the run each figure is drawn from, a partial run marked, empty figures skipped), and puts
+    /// what it wrote and what it skipped in the message. Refused while a run is going: its
+    /// snapshot is not a run any export could describe.
+    widgets::ExportOutcome exportTo(const std::vector<widgets::ResultView*>& views, const QString& dir,
+                                    const std::function<QString(const widgets::ResultView&)>& stemFor,
+                                    const widgets::ExportOptions& options);
 
     /// Makes one (layer, head) cell of the current model run the experiment (a click on the
     /// Model map): every view then shows that head; the map keeps the whole model.
@@ -108,7 +119,6 @@ private:
     void rebuildRecentMenu();
     void exportCurrent();
     void exportAll();
-    QByteArray currentSpecJson() const;
 
     widgets::ControlPanel* m_controls = nullptr;
     QTabWidget* m_tabs = nullptr;

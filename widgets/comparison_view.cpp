@@ -30,7 +30,8 @@ struct Column {
 const Column kColumns[] = {
     {"A", "First scheme of the pair."},
     {"B", "Second scheme of the pair."},
-    {"n", "Nominal budget n of both (a/b: two nominal budgets whose exact bits per coordinate match)."},
+    {"n", "Nominal budget n of both (a/b: two nominal budgets whose exact bits per coordinate match); the bits a "
+          "scheme really spends differ (see the Rate–distortion view)."},
     {"seeds", "The statistical unit: seeds both schemes hold. The queries of a seed share its draw, so the seed is "
               "the independent replication."},
     {"KL ratio", "Median per-query KL of A divided by that of B: below 1, A does less damage."},
@@ -112,6 +113,13 @@ QString ComparisonView::dataCsv() const
     return QString::fromStdString(stats::comparisonsCsv(*data().results, *data().comparisons));
 }
 
+QString ComparisonView::noFigureReason() const
+{
+    if (!data().empty() && !data().comparisons)
+        return QStringLiteral("the comparisons need the whole run (this one is partial: cancelled, or still running)");
+    return ResultView::noFigureReason();
+}
+
 void ComparisonView::redraw()
 {
     m_plot->resetPlot();
@@ -138,6 +146,7 @@ void ComparisonView::redraw()
     QVector<double> sigX, sigY, sigLow, sigHigh, nsX, nsY, nsLow, nsHigh, idX, idY, idLow, idHigh;
     QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
     int row = 0;
+    QStringList undrawn;
     for (const stats::ComparisonRow& c : *data().comparisons) {
         if (c.point != currentPoint() || (budget != 0 && c.budget != budget))
             continue;
@@ -157,6 +166,7 @@ void ComparisonView::redraw()
         }
         if (c.status == stats::ComparisonStatus::Degenerate || !(c.medianKlRatio > 0.0)) {
             labels->addTick(y, label + QStringLiteral(" (degenerate: KL = 0)"));
+            undrawn << label;
             ++row;
             continue;
         }
@@ -218,6 +228,11 @@ void ComparisonView::redraw()
     one->point1->setCoords(1.0, 0.0);
     one->point2->setCoords(1.0, 1.0);
     one->setPen(QPen(Qt::black, 0, Qt::DashLine));
+    if (!undrawn.isEmpty())
+        m_plot->addFootnote(QStringLiteral("not drawn, the ratio is 0 or undefined (a median KL of 0):\n")
+                            + undrawn.mid(0, 4).join(QStringLiteral("\n"))
+                            + (undrawn.size() > 4 ? QStringLiteral("\nand %1 more (in the table)").arg(undrawn.size() - 4)
+                                                  : QString()));
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
     fillTable();

@@ -22,6 +22,7 @@ public:
     QString viewDescription() const override;
     /// The whole comparison table (what comparisons.csv holds).
     QString dataCsv() const override;
+    QString noFigureReason() const override;
     QTableWidget* table() const { return m_table; }
     /// The proxy study: Spearman rho of each proxy against per-query KL, per scheme and pooled.
     QTableWidget* proxyTable() const { return m_proxies; }

@@ -2,6 +2,7 @@
 // Export through QCustomPlot's own PDF/PNG writers and a QCPPainter on QSvgGenerator, then atomic renames.
 #include "widgets/figure_export.h"
 
+#include "core/analysis/coverage.h"
 #include "core/io/atomic_file.h"
 #include "core/io/fault.h"
 #include "core/io/staged_dir.h"
@@ -190,13 +191,52 @@ struct RasterizedClouds {
     QList<QCPItemPixmap*> images;
 };
 
-/// The print style and tick counts of an export while it lives; the live ones after.
+/// While it lives, the plot as a figure shows it and not as the window does: the window's own
+/// marks (a selected cell's outline: PlotWidget::kUiLayer) hidden, every series shown whatever
+/// a legend click hid, nothing selected; and, for a partial run, a note across the top saying how
+/// much of the run the figure holds.
+struct FigureState {
+    FigureState(PlotWidget& p, const QString& partialNote) : plot(p)
+    {
+        plot.deselectAll();
+        plot.setShowAllSeries(true);
+        if (QCPLayer* ui = plot.uiLayer(); ui && ui->visible()) {
+            ui->setVisible(false);
+            uiHidden = true;
+        }
+        if (!partialNote.isEmpty()) {
+            // A row of its own above everything (the layout makes room: it never covers data).
+            plot.plotLayout()->insertRow(0);
+            note = new QCPTextElement(&plot, partialNote, plot.legend ? plot.legend->font() : plot.font());
+            note->setObjectName(QString::fromLatin1(PlotWidget::kNoteName));
+            note->setTextColor(QColor(0xb0, 0x00, 0x20));
+            plot.plotLayout()->addElement(0, 0, note);
+            plot.plotLayout()->setRowStretchFactor(0, 0.001);
+        }
+    }
+    ~FigureState()
+    {
+        if (note) {
+            plot.plotLayout()->remove(note);
+            plot.plotLayout()->simplify(); // the empty top row goes with it
+        }
+        if (uiHidden)
+            plot.uiLayer()->setVisible(true);
+        plot.setShowAllSeries(false);
+        plot.replot(QCustomPlot::rpQueuedReplot);
+    }
+    PlotWidget& plot;
+    bool uiHidden = false;
+    QCPTextElement* note = nullptr;
+};
+
+/// The print style and tick counts of an export while it lives; exactly the live ones after
+/// (every font, pen and legend frame as it was: an export leaves no mark on the window).
 struct PrintLayout {
-    PrintLayout(PlotWidget& p, const ExportOptions& options) : plot(p), livePointSize(p.font().pointSizeF())
+    PrintLayout(PlotWidget& p, const ExportOptions& options) : plot(p), live(p.saveStyle())
     {
         const double printPointSize = options.basePointSize > 0.0 ? options.basePointSize
                                                                   : (options.widthInches <= 4.0 ? 8.0 : 9.0);
-        plot.deselectAll();
         // The figure is laid out in points (1/72 in: the PDF and SVG page unit), but QCustomPlot
         // measures fonts at the screen's logical DPI; scale the point size so text comes out at
         // its nominal size on paper.
@@ -208,12 +248,12 @@ struct PrintLayout {
     }
     ~PrintLayout()
     {
-        plot.applyPaperStyle(livePointSize);
+        plot.restoreStyle(*live);
         plot.restoreLiveTicks();
         plot.replot(QCustomPlot::rpQueuedReplot);
     }
     PlotWidget& plot;
-    double livePointSize;
+    std::shared_ptr<PlotWidget::StyleState> live;
     double dpi = 96.0;
     int width = 0, height = 0;
 };
@@ -228,6 +268,24 @@ QString saveText(const QString& path, const QByteArray& contents)
 }
 
 } // namespace
+
+FigureProvenance figureProvenance(const ResultView& view)
+{
+    FigureProvenance p;
+    const std::shared_ptr<const ResultSet> results = view.figureResults();
+    if (!results)
+        return p;
+    const RunCoverage coverage = runCoverage(*results);
+    p.specJson = QByteArray::fromStdString(exportedSpecJson(*results));
+    p.partialNote = QString::fromStdString(partialRunNote(coverage));
+    p.partial = coverage.partial();
+    if (coverage.partial() && !coverage.balanced)
+        p.refusal = QStringLiteral("%1: the run is partial and its schemes hold different seeds (%2), so the figure "
+                                   "would compare them on different draws; export it once the run has finished, or "
+                                   "cancel it (a cancelled run keeps the seeds every scheme finished)")
+                        .arg(view.viewTitle(), p.partialNote);
+    return p;
+}
 
 ExportOutcome exportView(ResultView& view, const QString& dir, const QString& stem, const ExportOptions& requested,
                          const QByteArray& specJson)
@@ -244,20 +302,52 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
         out.error = QStringLiteral("%1: the view is still computing").arg(view.viewTitle());
         return out;
     }
-    PlotWidget* plot = view.plot();
-    const PrintMode mode(view, options);
-    const PrintLayout print(*plot, options);
-    const double dpi = print.dpi;
-    const int w = print.width, h = print.height;
+    // The spec beside the figure is the run the figure was drawn from, and says what part of it
+    // the files hold; the caller's text only for a view drawn from no single result set.
+    const FigureProvenance provenance = figureProvenance(view);
+    if (!provenance.refusal.isEmpty()) {
+        out.error = provenance.refusal;
+        return out;
+    }
+    const QByteArray spec = view.figureResults() ? provenance.specJson : specJson;
     const QString base = QDir(dir).filePath(stem);
-    const QString title = view.viewTitle();
-
     auto record = [&](const QString& path, const QString& error) {
         if (!error.isEmpty() && out.error.isEmpty())
             out.error = error;
         else if (error.isEmpty())
             out.written << path;
     };
+    auto writeDataAndSpec = [&] {
+        // A partial run's data says so on its first line (a comment: "#", as pandas' comment="#" reads it).
+        const QString csv = provenance.partial
+                                ? QStringLiteral("# %1 (the spec's \"partial\" block lists the seeds held)\n")
+                                          .arg(provenance.partialNote)
+                                      + view.dataCsv()
+                                : view.dataCsv();
+        record(base + QStringLiteral(".csv"), saveText(base + QStringLiteral(".csv"), csv.toUtf8()));
+        if (!spec.isEmpty())
+            record(base + QStringLiteral(".spec.json"), saveText(base + QStringLiteral(".spec.json"), spec));
+    };
+    // An empty figure ("Not a model run") is not written: the outcome says why. Its data still is,
+    // where there is some (the validation's RNG comparison without an OpenCL device).
+    if (const QString reason = view.noFigureReason(); !reason.isEmpty()) {
+        // Data means a row under the header.
+        if (view.dataCsv().trimmed().count(QLatin1Char('\n')) < 1) {
+            out.skipped << QStringLiteral("%1: %2").arg(view.viewTitle(), reason);
+            return out;
+        }
+        writeDataAndSpec();
+        out.skipped << QStringLiteral("%1: no figure, %2; its data is in %3.csv").arg(view.viewTitle(), reason, stem);
+        return out;
+    }
+    PlotWidget* plot = view.plot();
+    const PrintMode mode(view, options);
+    const FigureState figure(*plot, provenance.partialNote);
+    const PrintLayout print(*plot, options);
+    const double dpi = print.dpi;
+    const int w = print.width, h = print.height;
+    const QString title = view.viewTitle();
+
     std::optional<RasterizedClouds> clouds;
     if (options.pdf || options.svg)
         clouds.emplace(*plot, w, h, std::min(options.dpi, 300));
@@ -297,8 +387,7 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
                    return plot->savePng(temp, w, h, scale, -1, options.dpi, QCP::ruDotsPerInch);
                }));
     }
-    record(base + QStringLiteral(".csv"), saveText(base + QStringLiteral(".csv"), view.dataCsv().toUtf8()));
-    record(base + QStringLiteral(".spec.json"), saveText(base + QStringLiteral(".spec.json"), specJson));
+    writeDataAndSpec();
 
     return out;
 }
@@ -326,6 +415,7 @@ ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& 
             return out; // the staging folder goes with `staging`; nothing in `dir` changed
         }
         staged << one.written;
+        out.skipped << one.skipped;
     }
     for (const QString& path : staged) {
         const QString target = QDir(dir).filePath(QFileInfo(path).fileName());
@@ -346,6 +436,7 @@ PrintCheck checkPrint(ResultView& view, const ExportOptions& requested)
         return check;
     PlotWidget* plot = view.plot();
     const PrintMode mode(view, options);
+    const FigureState figure(*plot, figureProvenance(view).partialNote);
     const PrintLayout print(*plot, options);
     const QRect live = plot->viewport();
     plot->setViewport(QRect(0, 0, print.width, print.height));
@@ -354,8 +445,8 @@ PrintCheck checkPrint(ResultView& view, const ExportOptions& requested)
     auto add = [&](const QString& what, const QString& text, const QFont& font, double scale = 1.0) {
         check.texts.push_back({what, text, font.pointSizeF() * scale * toPoints});
     };
-    for (QCPAxisRect* rect : plot->axisRects()) {
-        for (QCPAxis* axis : rect->axes()) {
+    {
+        for (QCPAxis* axis : plot->labelledAxes()) {
             if (!axis->visible())
                 continue;
             if (isFormula(axis->label())) {
@@ -377,8 +468,8 @@ PrintCheck checkPrint(ResultView& view, const ExportOptions& requested)
     }
     // An axis label much longer than its axis runs into the neighbouring panel's label or off the
     // page; centred, it may reach 7.5% past each end, into the margin, the panel gap.
-    for (QCPAxisRect* rect : plot->axisRects())
-        for (QCPAxis* axis : rect->axes()) {
+    for (QCPAxis* axis : plot->labelledAxes()) {
+            QCPAxisRect* rect = axis->axisRect();
             if (!axis->visible() || axis->label().trimmed().isEmpty())
                 continue;
             const double labelWidth = isFormula(axis->label()) ? plot->formulaLayout(axis).width
@@ -428,8 +519,16 @@ PrintCheck checkPrint(ResultView& view, const ExportOptions& requested)
                 add(QStringLiteral("text"), text->text(), text->font());
         }
     for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
-        if (auto* title = qobject_cast<QCPTextElement*>(e); title && title->visible())
+        if (auto* title = qobject_cast<QCPTextElement*>(e); title && title->visible()) {
             add(QStringLiteral("title"), title->text(), title->font());
+            // A note or title wider than the page is cut off at its edges.
+            const QSizeF size = QFontMetricsF(title->font()).boundingRect(QRectF(), Qt::AlignLeft, title->text()).size();
+            if (size.width() > print.width + 0.5)
+                check.collisions << QStringLiteral("the text \"%1\" is %2 pt wide on a %3 pt page")
+                                        .arg(title->text().section(QLatin1Char('\n'), 0, 0))
+                                        .arg(size.width(), 0, 'f', 0)
+                                        .arg(print.width);
+        }
     plot->setViewport(live);
     check.smallest = 1e9;
     for (const PrintedText& t : check.texts)

@@ -39,15 +39,39 @@ struct ExportOptions {
 /// What an export wrote, or the first error (naming the path).
 struct ExportOutcome {
     QStringList written;
+    /// Views not written because they had nothing to draw: "Model map: not a model run ...".
+    QStringList skipped;
     QString error;
     bool ok() const { return error.isEmpty(); }
 };
 
+/// What an export of a view says about the run its figure comes from (ResultView::figureResults).
+struct FigureProvenance {
+    QByteArray specJson;  ///< core's exportedSpecJson: the spec, with a "partial" block for a partial run
+    bool partial = false; ///< the run holds fewer trials than its grid
+    QString partialNote;  ///< "partial run: 32 of 72 trials; each scheme on the same seeds" ("" if whole)
+    /// Why the figure must not be exported (a partial run whose schemes hold different seeds), or "".
+    QString refusal;
+};
+FigureProvenance figureProvenance(const ResultView& view);
+
 /// Writes `stem`.pdf/.svg/.png of the view's figure into `dir` in the print style, plus
-/// `stem`.csv (the view's data) and `stem`.spec.json (`specJson`). Every file is written to a
-/// temporary beside it and renamed into place, so a failure leaves any older file intact.
+/// `stem`.csv (the view's data) and `stem`.spec.json. Every file is written to a temporary beside
+/// it and renamed into place, so a failure leaves any older file intact.
+/// - The spec is that of the result set the figure is drawn from (ResultView::figureResults),
+///   whoever calls; `specJson` is written only for a view drawn from no single result set (the
+///   report's claim figures, made from several runs), and no spec file when both are missing.
+/// - A partial run (fewer trials than its grid: a cancelled run) is marked in all three: the
+///   spec gets a "partial" block listing the seeds held, the CSV a first line "# partial run: N
+///   of M trials ...", the figure a note across its top. A partial run whose schemes hold
+///   different seeds is refused (the error says why): its figures would compare them on
+///   different draws.
+/// - What only the window shows (the layer PlotWidget::kUiLayer, selections, series hidden by a
+///   legend click) is left out, and the view is put back exactly as it was after.
+/// - A view with nothing to draw (ResultView::noFigureReason) writes nothing: it is listed in
+///   `skipped` with the reason, and the outcome is still ok.
 ExportOutcome exportView(ResultView& view, const QString& dir, const QString& stem, const ExportOptions& options,
-                         const QByteArray& specJson);
+                         const QByteArray& specJson = {});
 
 /// Exports several views into `dir` as one set (the window's Export all, and Export view): every
 /// file is written into a staging folder inside `dir` first, and only when all of them are written
@@ -56,7 +80,7 @@ ExportOutcome exportView(ResultView& view, const QString& dir, const QString& st
 /// view's file stem.
 ExportOutcome exportViews(const std::vector<ResultView*>& views, const QString& dir,
                           const std::function<QString(const ResultView&)>& stemFor, const ExportOptions& options,
-                          const QByteArray& specJson);
+                          const QByteArray& specJson = {});
 
 /// A text of a figure as printed: what it is, its text and its size on paper in points.
 struct PrintedText {

@@ -14,7 +14,7 @@ KlDistributionView::KlDistributionView(QWidget* parent)
     : ResultView(parent)
 {
     m_budget = new QComboBox(this);
-    m_budget->setToolTip(QStringLiteral("Bit budget n whose KL distributions are shown."));
+    m_budget->setToolTip(QStringLiteral("Nominal bit budget n whose KL distributions are shown."));
     m_mode = new QComboBox(this);
     m_mode->addItems({QStringLiteral("ECDF"), QStringLiteral("histogram")});
     addOption(QStringLiteral("Budget:"), m_budget);
@@ -79,9 +79,25 @@ void KlDistributionView::redraw()
             continue;
         const QColor color = seriesColor(k.scheme);
         const QString name = schemeName(k.scheme);
+        // A log axis has no place for KL = 0: a scheme that quantizes only V (a value error never
+        // moves the weights) has nothing to draw, and its legend entry says so; where some queries
+        // are 0, the entry says how many the curve leaves out of the axis.
+        const bool allZero = k.ecdfX.back() <= 0.0;
+        double binned = 0.0;
+        for (double v : k.density)
+            binned += v;
+        const double zeroShare = allZero ? 1.0 : std::clamp(1.0 - binned, 0.0, 1.0);
+        const QString entry = allZero ? QStringLiteral("%1: KL = 0 exactly").arg(name)
+                              : k.zeros > 0 ? QStringLiteral("%1 (%2% of queries at KL = 0)").arg(name).arg(100.0 * zeroShare, 0, 'g', 2)
+                                            : name;
+        if (allZero) {
+            QCPGraph* g = m_plot->addLineSeries(entry, color, QCPScatterStyle::ssNone);
+            g->setPen(QPen(color, 1.5, Qt::DotLine));
+            continue;
+        }
         if (histogram) {
             // Step lines rather than QCPBars: bars of several schemes overlap illegibly on a log axis.
-            QCPGraph* g = m_plot->addLineSeries(name, color, QCPScatterStyle::ssNone);
+            QCPGraph* g = m_plot->addLineSeries(entry, color, QCPScatterStyle::ssNone);
             g->setLineStyle(QCPGraph::lsStepCenter);
             QVector<double> x, y;
             for (std::size_t b = 0; b + 1 < f.klBinEdges.size(); ++b) {
@@ -90,7 +106,7 @@ void KlDistributionView::redraw()
             }
             g->setData(x, y, true);
         } else {
-            QCPGraph* g = m_plot->addLineSeries(name, color, QCPScatterStyle::ssNone);
+            QCPGraph* g = m_plot->addLineSeries(entry, color, QCPScatterStyle::ssNone);
             g->setLineStyle(QCPGraph::lsStepLeft);
             QVector<double> x, y;
             for (std::size_t i = 0; i < k.ecdfX.size(); ++i) {
@@ -124,6 +140,9 @@ void KlDistributionView::redraw()
             g->removeFromLegend();
         }
     }
+    // Schemes with the same key path (K-only, TQ-KV, KQV) have the same weights and so the same
+    // KL, query by query: their curves lie on each other.
+    m_plot->noteCoincidences(QStringLiteral("identical distributions, drawn dashed over each other: "));
     m_plot->rescaleAxes();
     m_plot->yAxis->setRange(0.0, histogram ? markerHeight * 1.06 : 1.04);
     PlotWidget::tuneLogAxis(m_plot->xAxis);

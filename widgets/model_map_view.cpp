@@ -19,18 +19,20 @@ constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 struct MetricInfo {
     const char* key;
-    const char* label;
-    bool logScale;
+    const char* label;    ///< the metric box's entry
+    const char* quantity; ///< what the colour bar names
+    const char* unit;     ///< of the metric itself (the CSV's `unit` without a comparison)
+    bool logScale;        ///< coloured by log10 of the value
 };
 const MetricInfo kMetrics[] = {
-    {"kl_mean", "mean KL(p‖p̂) (nats)", true},
-    {"kl_p99", "p99 KL (nats)", true},
-    {"recall", "top-k recall", false},
-    {"argmax_shift", "argmax-shift rate", false},
-    {"rel_mse_t", "output relative error ‖T−T̂‖²/‖T‖²", true},
-    {"score_err_var", "score-error variance (measured)", true},
-    {"score_err_var_pred", "score-error variance (predicted)", true},
-    {"entropy", "attention entropy (nats)", false},
+    {"kl_mean", "mean KL(p‖p̂) (nats)", "mean KL", "nats", true},
+    {"kl_p99", "p99 KL (nats)", "p99 KL", "nats", true},
+    {"recall", "top-k recall", "top-k recall", "fraction", false},
+    {"argmax_shift", "argmax-shift rate", "argmax-shift rate", "fraction", false},
+    {"rel_mse_t", "output relative error ‖T−T̂‖²/‖T‖²", "output rel. error", "relative", true},
+    {"score_err_var", "score-error variance (measured)", "score-error var.", "score units²", true},
+    {"score_err_var_pred", "score-error variance (predicted)", "predicted score-error var.", "score units²", true},
+    {"entropy", "attention entropy (nats)", "attention entropy", "nats", false},
 };
 
 /// Viridis (perceptually uniform, readable in greyscale and by the colour-blind), nine stops.
@@ -109,16 +111,48 @@ QStringList ModelMapView::metricKeys()
 
 QString ModelMapView::dataCsv() const
 {
-    QString out = QStringLiteral("layer,head,scheme,versus,budget,metric,value\n");
+    // `value` is the metric in `unit` (or, against another scheme, the log10 ratio the map colours);
+    // `colour` says what the colour bar shows of it.
+    const MetricInfo& m = kMetrics[std::max(0, m_metric->currentIndex())];
+    const bool ratio = m_versus->currentData().toInt() >= 0;
+    const QString unit = ratio ? QStringLiteral("log10 ratio") : QString::fromUtf8(m.unit);
+    const QString colour = ratio || !m.logScale ? QStringLiteral("value") : QStringLiteral("log10 value");
+    QString out = QStringLiteral("layer,head,scheme,versus,budget,metric,value,unit,colour\n");
     for (int l = 0; l < m_layers; ++l)
         for (int h = 0; h < m_heads; ++h)
-            out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+            out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9\n")
                        .arg(l)
                        .arg(h)
                        .arg(m_scheme->currentText(), m_versus->currentText(), m_budget->currentData().toString(),
                             m_metric->currentData().toString())
-                       .arg(cellValue(l, h), 0, 'g', 17);
+                       .arg(cellValue(l, h), 0, 'g', 17)
+                       .arg(unit, colour);
     return out;
+}
+
+QString ModelMapView::colourLabel() const
+{
+    const MetricInfo& m = kMetrics[std::max(0, m_metric->currentIndex())];
+    const QString budget = QStringLiteral("n = %1").arg(m_budget->currentData().toInt());
+    if (m_versus->currentData().toInt() >= 0)
+        return QStringLiteral("log10 ratio of %1, %2 / %3, %4")
+            .arg(QString::fromUtf8(m.quantity), m_scheme->currentText(), m_versus->currentText(), budget);
+    return QStringLiteral("%1%2 (%3), %4, %5")
+        .arg(m.logScale ? QStringLiteral("log10 ") : QString(), QString::fromUtf8(m.quantity), QString::fromUtf8(m.unit),
+             m_scheme->currentText(), budget);
+}
+
+std::shared_ptr<const ResultSet> ModelMapView::figureResults() const
+{
+    return m_mapData.results;
+}
+
+QString ModelMapView::noFigureReason() const
+{
+    if (m_map)
+        return QString();
+    return data().empty() ? QStringLiteral("no model run yet")
+                          : QStringLiteral("not a model run (the map needs regime \"model\" with layers and heads)");
 }
 
 void ModelMapView::mousePressEvent(QMouseEvent* event)
@@ -271,6 +305,20 @@ void ModelMapView::redraw()
                 hi = std::max(hi, shown);
             }
         }
+    // Cells the colours cannot show: a log scale has no place for 0 (V-only's KL: a value error
+    // never moves the weights), and a ratio none for a cell where either scheme is 0.
+    int zeros = 0, blank = 0;
+    for (int l = 0; l < m_layers; ++l)
+        for (int h = 0; h < m_heads; ++h) {
+            const double v = cellValue(l, h);
+            const auto it = value.find({l, h});
+            if (it == value.end())
+                continue;
+            if (!std::isfinite(v) || (logScale && !difference && !(v > 0.0))) {
+                ++blank;
+                zeros += it->second == 0.0 ? 1 : 0;
+            }
+        }
     m_map->setInterpolate(false);
     m_map->setName(QString::fromStdString(r.schemes[static_cast<std::size_t>(scheme)].name));
     auto* scale = new QCPColorScale(m_plot);
@@ -281,12 +329,11 @@ void ModelMapView::redraw()
         const double m = std::max({std::abs(lo), std::abs(hi), 1e-3});
         m_map->setGradient(diverging());
         m_map->setDataRange(QCPRange(-m, m));
-        scale->axis()->setLabel(QStringLiteral("log10(%1 / %2)").arg(m_scheme->currentText(), m_versus->currentText()));
     } else {
         m_map->setGradient(viridis());
         m_map->setDataRange(std::isfinite(lo) ? QCPRange(lo, hi > lo ? hi : lo + 1e-9) : QCPRange(0, 1));
-        scale->axis()->setLabel((logScale ? QStringLiteral("log10 ") : QString()) + m_metric->currentText());
     }
+    scale->axis()->setLabel(colourLabel());
     auto* margins = new QCPMarginGroup(m_plot);
     rect->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
@@ -304,7 +351,9 @@ void ModelMapView::redraw()
 
     // Below: per layer, the output error with only K and only V quantized at this budget.
     if (m_selectedLayer >= 0) {
+        // The window's mark of the cell being studied: on the UI layer, which no export draws.
         auto* mark = new QCPItemRect(m_plot);
+        mark->setLayer(m_plot->uiLayer());
         mark->topLeft->setCoords(m_selectedHead - 0.5, m_selectedLayer - 0.5);
         mark->bottomRight->setCoords(m_selectedHead + 0.5, m_selectedLayer + 0.5);
         mark->setPen(QPen(Qt::red, 2.0));
@@ -344,15 +393,25 @@ void ModelMapView::redraw()
         below->axis(QCPAxis::atBottom)->setTicker(ticker);
         below->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
         rect->setMarginGroup(QCP::msLeft | QCP::msRight | QCP::msBottom | QCP::msTop, margins);
-        m_plot->plotLayout()->setRowStretchFactor(0, 2.5);
+        m_plot->plotLayout()->setRowStretchFactor(0, 2.0);
         m_plot->plotLayout()->setRowStretchFactor(1, 1.0);
         auto* legend = new QCPLegend;
         below->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
         legend->setLayer(QStringLiteral("legend"));
         legend->addItem(new QCPPlottableLegendItem(legend, k));
         legend->addItem(new QCPPlottableLegendItem(legend, v));
-        legend->setFont(m_plot->legend->font());
     }
+    if (blank > 0)
+        m_plot->addFootnote(zeros == blank
+                                ? QStringLiteral("%1 of %2 cells uncoloured: %3 = 0 exactly there (no place on a log scale)")
+                                      .arg(blank)
+                                      .arg(m_layers * m_heads)
+                                      .arg(QString::fromUtf8(kMetrics[std::max(0, m_metric->currentIndex())].quantity))
+                                : QStringLiteral("%1 of %2 cells uncoloured: no finite value (0 or missing)")
+                                      .arg(blank)
+                                      .arg(m_layers * m_heads));
+    // One style for everything drawn (the sensitivity panel's legend too), live and in exports.
+    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot();
 }
 

@@ -22,8 +22,19 @@ public:
     QString viewDescription() const override;
     QString emptyText() const override;
 
-    /// The cells drawn, long format: layer, head, scheme, versus, budget, metric, value (log10 ratio with a versus).
+    /// The cells drawn, long format: layer, head, scheme, versus, budget, metric, value, unit (the
+    /// metric's, or "log10 ratio" against another scheme), colour ("log10 value" where the
+    /// colours are log10 of the value).
     QString dataCsv() const override;
+    /// The colour bar's label: the quantity coloured (log10 of it, or log10 of a ratio), its unit,
+    /// the scheme(s) and the budget: "log10 mean KL (nats), K-only, n = 2".
+    QString colourLabel() const;
+    /// The whole model's run, also while one of its cells is studied (the figure shows every cell).
+    std::shared_ptr<const ResultSet> figureResults() const override;
+    QString noFigureReason() const override;
+    /// Taller than the default at a single column: the colour bar's label runs along the map's
+    /// height, and the sensitivity panel needs its own.
+    double printAspect(double widthInches) const override { return widthInches < 5.0 ? 1.25 : 0.75; }
     /// The metrics offered (map metric names, model_lens.h).
     static QStringList metricKeys();
     /// The value of the current map at (layer, head), NaN if none.

@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include <QPointer>
 #include <QToolTip>
 
 #include <algorithm>
@@ -120,6 +121,7 @@ PlotWidget::PlotWidget(QWidget* parent)
     : QCustomPlot(parent)
 {
     new FormulaLabels(this);
+    addLayer(QString::fromLatin1(kUiLayer), layer(QStringLiteral("legend")), QCustomPlot::limBelow);
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     setMouseTracking(true);
     legend->setVisible(true);
@@ -195,7 +197,7 @@ void PlotWidget::applyHidden()
         if (auto* text = qobject_cast<QCPItemText*>(item(i)); text && isFormula(text->text()))
             text->setColor(QColor(0, 0, 0, 0));
     for (QCPAbstractPlottable* p : m_series) {
-        const bool hidden = m_hidden.contains(p->name());
+        const bool hidden = !m_showAll && m_hidden.contains(p->name());
         p->setVisible(!hidden);
         for (int i = 0; i < legend->itemCount(); ++i)
             if (auto* entry = qobject_cast<QCPPlottableLegendItem*>(legend->item(i)); entry && entry->plottable() == p)
@@ -210,8 +212,8 @@ void PlotWidget::applyPaperStyle(double basePointSize, double minimumPointSize, 
     font.setPointSizeF(std::max(basePointSize, minimumPointSize));
     setFont(font);
     setBackground(Qt::white);
-    for (QCPAxisRect* rect : axisRects()) {
-        for (QCPAxis* axis : rect->axes()) {
+    {
+        for (QCPAxis* axis : labelledAxes()) {
             // QCustomPlot draws a 10^k exponent at 3/4 of the tick font: that one sets the floor there.
             QFont tickFont = font;
             const double floor = hasExponents(axis) ? minimumPointSize / kExponentScale : minimumPointSize;
@@ -253,12 +255,201 @@ void PlotWidget::applyPaperStyle(double basePointSize, double minimumPointSize, 
         l->setRowSpacing(0);
         l->setColumnSpacing(em);
         l->setMargins(QMargins(em / 2, em / 4, em / 2, em / 4));
+        // An entry is as tall as its font's integer metrics at screen resolution, which at print
+        // sizes fall short of the descenders as a PDF or PNG draws them (the "p" of "envelope" was
+        // cut at its baseline): a little room under each entry.
+        for (int i = 0; i < l->itemCount(); ++i)
+            if (QCPAbstractLegendItem* entry = l->item(i))
+                entry->setMargins(QMargins(0, 0, 0, std::max(1, (em + 2) / 3)));
         l->setBrush(inLayout.contains(l) ? QBrush(Qt::NoBrush) : QBrush(QColor(255, 255, 255, 220)));
         l->setBorderPen(inLayout.contains(l) ? QPen(Qt::NoPen) : QPen(QColor(0xAA, 0xAA, 0xAA), 0));
     }
     for (int i = 0; i < itemCount(); ++i)
         if (auto* text = qobject_cast<QCPItemText*>(item(i)))
             text->setFont(legendFont);
+    for (QCPLayoutElement* e : plotLayout()->elements(true))
+        if (auto* note = qobject_cast<QCPTextElement*>(e); note && note->objectName() == QLatin1String(kNoteName))
+            note->setFont(legendFont);
+}
+
+QCPTextElement* PlotWidget::addFootnote(const QString& text)
+{
+    QStringList lines;
+    for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
+        QString line;
+        for (const QString& word : paragraph.split(QLatin1Char(' '))) {
+            if (!line.isEmpty() && line.size() + 1 + word.size() > kFootnoteChars) {
+                lines << line;
+                line.clear();
+            }
+            line += (line.isEmpty() ? QString() : QStringLiteral(" ")) + word;
+        }
+        lines << line;
+    }
+    auto* note = new QCPTextElement(this, lines.join(QLatin1Char('\n')), legend ? legend->font() : font());
+    note->setObjectName(QString::fromLatin1(kNoteName));
+    note->setTextColor(QColor(0x33, 0x33, 0x33));
+    note->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
+    note->setMargins(QMargins(4, 0, 4, 4)); // air under descenders, as the legend row keeps
+    const int row = plotLayout()->rowCount();
+    plotLayout()->addElement(row, 0, note);
+    plotLayout()->setRowStretchFactor(row, 0.001);
+    return note;
+}
+
+QStringList PlotWidget::footnotes() const
+{
+    QStringList out;
+    for (QCPLayoutElement* e : plotLayout()->elements(true))
+        if (auto* note = qobject_cast<QCPTextElement*>(e); note && note->objectName() == QLatin1String(kNoteName))
+            out << note->text();
+    return out;
+}
+
+QList<QPair<QCPGraph*, QCPGraph*>> PlotWidget::markCoincidentSeries()
+{
+    QList<QCPGraph*> graphs;
+    for (QCPAbstractPlottable* p : m_series)
+        if (auto* g = qobject_cast<QCPGraph*>(p); g && g->dataCount() > 0)
+            graphs << g;
+    auto same = [](const QCPGraph* a, const QCPGraph* b) {
+        if (a->keyAxis() != b->keyAxis() || a->valueAxis() != b->valueAxis() || a->dataCount() != b->dataCount())
+            return false;
+        for (auto i = a->data()->constBegin(), j = b->data()->constBegin(); i != a->data()->constEnd(); ++i, ++j)
+            if (i->key != j->key || i->value != j->value)
+                return false;
+        return true;
+    };
+    QList<QPair<QCPGraph*, QCPGraph*>> out;
+    QSet<QCPGraph*> marked;
+    for (int i = 0; i < graphs.size(); ++i)
+        for (int j = 0; j < i; ++j) {
+            if (marked.contains(graphs[j]) || !same(graphs[i], graphs[j]))
+                continue;
+            QCPGraph* later = graphs[i];
+            const QColor color = later->pen().color();
+            const double size = std::max(6.0, graphs[j]->scatterStyle().size()) + 4.0;
+            // Hollow rings larger than the markers under them, and a dashed line whose gaps show
+            // the line beneath: both series stay visible where they lie on each other.
+            later->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(color, 1.2), Qt::NoBrush, size));
+            if (later->lineStyle() != QCPGraph::lsNone) {
+                QPen pen = later->pen();
+                pen.setStyle(Qt::CustomDashLine);
+                pen.setDashPattern({3.0, 3.0});
+                later->setPen(pen);
+            }
+            // Added after the series it lies on, it is drawn over it.
+            marked.insert(later);
+            out.append(qMakePair(later, graphs[j]));
+            break;
+        }
+    return out;
+}
+
+QStringList PlotWidget::noteCoincidences(const QString& lead, bool legendOnly)
+{
+    QStringList pairs;
+    for (const auto& [later, earlier] : markCoincidentSeries()) {
+        if (legendOnly && !(legend && legend->hasItemWithPlottable(later)))
+            continue;
+        const QString text = QStringLiteral("%1 = %2").arg(later->name(), earlier->name());
+        if (!pairs.contains(text))
+            pairs << text;
+    }
+    if (!pairs.isEmpty())
+        addFootnote(lead + pairs.join(QStringLiteral("; ")));
+    return pairs;
+}
+
+struct PlotWidget::StyleState {
+    QFont font;
+    QBrush background;
+    double minimumPointSize = 0.0;
+    struct Axis {
+        QPointer<QCPAxis> axis;
+        QFont labelFont, tickLabelFont;
+        QPen basePen, tickPen, subTickPen, gridPen;
+        bool subGrid = false;
+    };
+    QList<Axis> axes;
+    struct Legend {
+        QPointer<QCPLegend> legend;
+        QFont font;
+        QSize iconSize;
+        int iconTextPadding = 0, rowSpacing = 0, columnSpacing = 0;
+        QMargins margins;
+        QBrush brush;
+        QPen borderPen;
+    };
+    QList<Legend> legends;
+    QList<QPair<QPointer<QCPItemText>, QFont>> texts;
+    QList<QPair<QPointer<QCPTextElement>, QFont>> notes;
+};
+
+std::shared_ptr<PlotWidget::StyleState> PlotWidget::saveStyle()
+{
+    auto s = std::make_shared<StyleState>();
+    s->font = font();
+    s->background = QBrush(Qt::white);
+    s->minimumPointSize = m_minimumPointSize;
+    for (QCPAxis* axis : labelledAxes())
+        s->axes.push_back({axis, axis->labelFont(), axis->tickLabelFont(), axis->basePen(), axis->tickPen(),
+                           axis->subTickPen(), axis->grid()->pen(), axis->grid()->subGridVisible()});
+    QList<QCPLegend*> legends{legend};
+    for (QCPLayoutElement* e : plotLayout()->elements(true))
+        if (auto* l = qobject_cast<QCPLegend*>(e); l && !legends.contains(l))
+            legends << l;
+    for (QCPAxisRect* rect : axisRects())
+        for (int i = 0; i < rect->insetLayout()->elementCount(); ++i)
+            if (auto* l = qobject_cast<QCPLegend*>(rect->insetLayout()->elementAt(i)); l && !legends.contains(l))
+                legends << l;
+    for (QCPLegend* l : legends)
+        if (l)
+            s->legends.push_back({l, l->font(), l->iconSize(), l->iconTextPadding(), l->rowSpacing(), l->columnSpacing(),
+                                  l->margins(), l->brush(), l->borderPen()});
+    for (int i = 0; i < itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(item(i)))
+            s->texts.push_back({text, text->font()});
+    for (QCPLayoutElement* e : plotLayout()->elements(true))
+        if (auto* note = qobject_cast<QCPTextElement*>(e))
+            s->notes.push_back({note, note->font()});
+    return s;
+}
+
+void PlotWidget::restoreStyle(const StyleState& s)
+{
+    setFont(s.font);
+    setBackground(s.background);
+    m_minimumPointSize = s.minimumPointSize;
+    for (const StyleState::Axis& a : s.axes) {
+        if (!a.axis)
+            continue;
+        a.axis->setLabelFont(a.labelFont);
+        a.axis->setTickLabelFont(a.tickLabelFont);
+        a.axis->setBasePen(a.basePen);
+        a.axis->setTickPen(a.tickPen);
+        a.axis->setSubTickPen(a.subTickPen);
+        a.axis->grid()->setPen(a.gridPen);
+        a.axis->grid()->setSubGridVisible(a.subGrid);
+    }
+    for (const StyleState::Legend& l : s.legends) {
+        if (!l.legend)
+            continue;
+        l.legend->setFont(l.font);
+        l.legend->setIconSize(l.iconSize);
+        l.legend->setIconTextPadding(l.iconTextPadding);
+        l.legend->setRowSpacing(l.rowSpacing);
+        l.legend->setColumnSpacing(l.columnSpacing);
+        l.legend->setMargins(l.margins);
+        l.legend->setBrush(l.brush);
+        l.legend->setBorderPen(l.borderPen);
+    }
+    for (const auto& [text, font] : s.texts)
+        if (text)
+            text->setFont(font);
+    for (const auto& [note, font] : s.notes)
+        if (note)
+            note->setFont(font);
 }
 
 void PlotWidget::resetPlot()

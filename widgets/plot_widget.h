@@ -11,6 +11,7 @@
 #include <QString>
 #include <QVector>
 
+#include <memory>
 #include <vector>
 
 namespace kvlens::widgets {
@@ -62,6 +63,8 @@ public:
     void drawFormulaLabels(QPainter& painter);
     /// How an axis's formula label is laid out in its current font (for tests and drawing).
     FormulaLayout formulaLayout(const QCPAxis* axis, QPaintDevice* device = nullptr) const;
+    /// Every axis that may carry a label: the axis rects' and the colour scales'.
+    QList<QCPAxis*> labelledAxes() const;
     /// Puts back the tick counts fitTicksToPrint changed.
     void restoreLiveTicks();
 
@@ -105,6 +108,41 @@ public:
     /// choice survives redraws with new data, and a hidden series' legend entry turns grey.
     void toggleSeries(const QString& name);
     bool seriesHidden(const QString& name) const { return m_hidden.contains(name); }
+    /// While set, every data series is drawn and every legend entry black, whatever was hidden:
+    /// hiding is a way of looking, and an exported figure shows what its CSV holds (every series).
+    void setShowAllSeries(bool all) { m_showAll = all; }
+
+    /// The layer of what only the live window shows (a selected cell's outline, markers of the
+    /// user's choices): above the data, and hidden while a figure is exported.
+    static constexpr const char* kUiLayer = "kvlens-ui";
+    QCPLayer* uiLayer() { return layer(QString::fromLatin1(kUiLayer)); }
+
+    /// A line (or lines, separated by '\n') of small text in a row of its own under the figure:
+    /// what a reader must know about what it draws (identical curves, a series a log axis cannot
+    /// show). Styled with the legend's font; part of every export.
+    QCPTextElement* addFootnote(const QString& text);
+    /// The footnotes added since the last resetPlot (their texts).
+    QStringList footnotes() const;
+    /// Object name of the footnote rows (and of the note an export of a partial run adds on top).
+    static constexpr const char* kNoteName = "kvlens-note";
+    /// Footnote lines are wrapped to this many characters: what fits a single column (3.5 in) in 6-7 pt.
+    static constexpr int kFootnoteChars = 60;
+
+    /// Data series (graphs on the same axes) whose points are identical to an earlier series',
+    /// each paired with that earlier one, in series order. Each such later series is restyled so
+    /// both show: a dashed line over the solid one, hollow rings around the markers (the
+    /// Shannon-φ plane's convention). Call once the series have their data.
+    QList<QPair<QCPGraph*, QCPGraph*>> markCoincidentSeries();
+    /// markCoincidentSeries, then a footnote "`lead` B = A; D = C" naming each later series and
+    /// the one it lies on (each pair once; with `legendOnly`, only series the legend names).
+    /// Returns the "B = A" texts.
+    QStringList noteCoincidences(const QString& lead, bool legendOnly = true);
+
+    /// Everything applyPaperStyle sets (fonts, pens, legend geometry and frames, text fonts), to
+    /// put a plot back exactly as it was after a print style was applied for an export.
+    struct StyleState;
+    std::shared_ptr<StyleState> saveStyle();
+    void restoreStyle(const StyleState& state);
 
 signals:
     /// Emitted with the read-out text whenever the cursor is over a data point ("" otherwise).
@@ -117,11 +155,10 @@ protected:
 
 private:
     void applyHidden();
-    /// Every axis that may carry a label: the axis rects' and the colour scales'.
-    QList<QCPAxis*> labelledAxes() const;
 
     QList<QCPAbstractPlottable*> m_series;
     QSet<QString> m_hidden;
+    bool m_showAll = false;
     double m_minimumPointSize = 0.0;
     struct LiveTicks {
         QSharedPointer<QCPAxisTicker> ticker;

@@ -37,7 +37,8 @@ void RecallView::redraw()
     QCPAxis* recallAxis = top->axis(QCPAxis::atLeft);
     QCPAxis* shiftAxis = bottom->axis(QCPAxis::atLeft);
     x1->setTickLabels(false);
-    x2->setLabel(QStringLiteral("bit budget n (bits per coordinate)"));
+    // The nominal n: what each scheme really spends differs (the Rate–distortion view's x axis).
+    x2->setLabel(QStringLiteral("nominal budget n (bits)"));
     recallAxis->setLabel(QStringLiteral("top-%1 recall").arg(k));
     shiftAxis->setLabel(QStringLiteral("argmax shift"));
     connect(x1, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), x2, qOverload<const QCPRange&>(&QCPAxis::setRange));
@@ -89,6 +90,8 @@ void RecallView::redraw()
         PlotWidget::setIntegerAxis(x1, lo, hi);
         PlotWidget::setIntegerAxis(x2, lo, hi);
     }
+    // Recall and the argmax depend on the keys alone: schemes with one key path draw one curve.
+    m_plot->noteCoincidences(QStringLiteral("identical curves (same keys), drawn dashed over each other: "));
     recallAxis->setRange(0.0, 1.05);
     shiftAxis->rescale();
     const QCPRange sr = shiftAxis->range();

@@ -61,6 +61,13 @@ QString ResultView::emptyText() const
     return QString();
 }
 
+QString ResultView::noFigureReason() const
+{
+    if (const QString empty = emptyText(); !empty.isEmpty())
+        return empty;
+    return m_plot->seriesCount() > 0 ? QString() : QStringLiteral("nothing is drawn");
+}
+
 QString ResultView::placeholderText() const
 {
     return m_placeholder->isVisible() || !m_placeholder->isHidden() ? m_placeholder->text() : QString();

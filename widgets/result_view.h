@@ -32,6 +32,15 @@ public:
     void setData(const ViewData& data);
     const ViewData& data() const { return m_data; }
 
+    /// The result set the figure is drawn from: the run whose spec an export writes beside it,
+    /// and whose coverage (a partial run's trials) the export states. Most views draw data();
+    /// the Model map keeps the whole model's run while one of its cells is studied.
+    virtual std::shared_ptr<const ResultSet> figureResults() const { return m_data.results; }
+    /// Why the view has no figure worth exporting now ("not a model run"), or "" when it has one.
+    /// Export all skips such a view and names it with this reason. Default: the placeholder's
+    /// text while there is one, "nothing is drawn" when no series holds a point.
+    virtual QString noFigureReason() const;
+
     /// The exported figure.
     PlotWidget* plot() const { return m_plot; }
     /// The plotted data as CSV (what export writes beside the figure).

@@ -116,6 +116,7 @@ void ScatterMatrixView::redraw()
     }
     if (!matrix) {
         drawPanel(m_plot->axisRect(), m_x->currentIndex(), m_y->currentIndex(), true);
+        m_plot->noteCoincidences(QStringLiteral("identical points, drawn as rings: "));
         m_plot->applyPaperStyle(m_plot->font().pointSizeF());
         m_plot->replot(QCustomPlot::rpQueuedReplot);
         return;
@@ -174,6 +175,8 @@ void ScatterMatrixView::redraw()
         bottomRect->axis(QCPAxis::atBottom)->setLabel(coordinateLabels()[k]);
         leftRect->axis(QCPAxis::atLeft)->setLabel(coordinateLabels()[k]);
     }
+    // Schemes sharing a path share its coordinates: in those panels their points lie on each other.
+    m_plot->noteCoincidences(QStringLiteral("points identical in some panels, drawn as rings: "), false);
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -19,7 +19,7 @@ enum Metric { KlMean, KlP99, Recall, ArgmaxShift, SnrK, PhiK, SnrV, PhiV, SnrT, 
 
 const char* const kMetricLabels[MetricCount] = {
     "mean KL (nats)",  "p99 KL (nats)", "top-k recall", "argmax-shift rate", "SNR_K (dB)", "φ_K (rad)",
-    "SNR_V (dB)",      "φ_V (rad)",     "SNR_T (dB)",   "φ_T (rad)",         "bits per coordinate (K and V)"};
+    "SNR_V (dB)",      "φ_V (rad)",     "SNR_T (dB)",   "φ_T (rad)",         "exact bits per coordinate (K and V)"};
 
 Interval metricOf(const SweepCell& c, int metric)
 {
@@ -47,7 +47,7 @@ SweepView::SweepView(QWidget* parent)
 {
     setPointSelectable(false); // every grid point is on the x axis
     m_x = new QComboBox(this);
-    m_x->setToolTip(QStringLiteral("Parameter on the x axis: a swept parameter, or the bit budget."));
+    m_x->setToolTip(QStringLiteral("Parameter on the x axis: a swept parameter, or the nominal bit budget n."));
     m_metric = new QComboBox(this);
     m_metric->addItems(metricNames());
     m_metric->setToolTip(QStringLiteral("Metric on the y axis, with 95% intervals over seeds."));
@@ -106,7 +106,7 @@ void SweepView::redraw()
         m_x->clear();
         for (const SweepAxis* a : axes)
             m_x->addItem(axisLabel(QString::fromStdString(a->name())), QString::fromStdString(a->name()));
-        m_x->addItem(QStringLiteral("budget n"), QStringLiteral("budget"));
+        m_x->addItem(QStringLiteral("nominal budget n"), QStringLiteral("budget"));
         const int at = m_x->findData(current);
         m_x->setCurrentIndex(at >= 0 ? at : 0);
         const QVariant budget = m_budget->currentData();
@@ -159,7 +159,25 @@ void SweepView::redraw()
     }
     double xMin = INFINITY, xMax = -INFINITY;
     std::map<int, int> perScheme;
+    const bool logY = m_logY->isChecked() && (metric == KlMean || metric == KlP99);
     for (auto& [key, line] : lines) {
+        // A log axis has no place for 0 (a scheme that quantizes only V: its KL is 0 exactly):
+        // such points are left out and the legend entry says so.
+        if (logY) {
+            int zeros = 0;
+            for (int i = line.y.size() - 1; i >= 0; --i)
+                if (!(line.y[i] > 0.0)) {
+                    ++zeros;
+                    line.x.remove(i);
+                    line.y.remove(i);
+                    line.low.remove(i);
+                    line.high.remove(i);
+                }
+            if (zeros > 0 && line.y.isEmpty())
+                line.name += QStringLiteral(": KL = 0 exactly");
+            else if (zeros > 0)
+                line.name += QStringLiteral(" (KL = 0 at %1 points, not drawn)").arg(zeros);
+        }
         // Sort by x so the line and its error bars agree with QCPGraph's key order.
         QVector<int> order(line.x.size());
         std::iota(order.begin(), order.end(), 0);
@@ -184,15 +202,15 @@ void SweepView::redraw()
         bars->setData(lo, hi);
         bars->setPen(QPen(seriesColor(line.scheme)));
     }
-    m_plot->xAxis->setLabel(xIsBudget ? QStringLiteral("bit budget n") : axisLabel(xParameter));
+    m_plot->xAxis->setLabel(xIsBudget ? QStringLiteral("nominal budget n (bits)") : axisLabel(xParameter));
     m_plot->yAxis->setLabel(QString::fromUtf8(kMetricLabels[metric]));
     const bool logX = xMin > 0.0 && xMax / xMin >= 10.0;
     if (logX)
         PlotWidget::setLogAxis(m_plot->xAxis);
-    const bool logY = m_logY->isChecked() && (metric == KlMean || metric == KlP99);
     m_logY->setEnabled(metric == KlMean || metric == KlP99);
     if (logY)
         PlotWidget::setLogAxis(m_plot->yAxis);
+    m_plot->noteCoincidences(QStringLiteral("identical lines, drawn dashed over each other: "));
     m_plot->clipLogErrorBars(); // lower ends at or below 0 on a log axis: a marker, not a bar to the floor
     m_plot->rescaleAxes();
     const QCPRange xr = m_plot->xAxis->range();

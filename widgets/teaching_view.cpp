@@ -453,7 +453,7 @@ void TeachingView::endPrint()
 double TeachingView::printAspect(double widthInches) const
 {
     // Two columns of three rows at a single column; three of two, with legends under them, beyond.
-    return widthInches < kWidePrintInches ? 1.35 : 0.85;
+    return widthInches < kWidePrintInches ? 1.45 : 0.85;
 }
 
 void TeachingView::redraw()

@@ -146,6 +146,8 @@ void TheoryView::redraw()
     PlotWidget::tuneLogAxis(m_plot->xAxis);
     PlotWidget::tuneLogAxis(m_plot->yAxis);
     m_plot->placeLegendBelow(static_cast<int>(data().results->schemes.size()));
+    // Schemes with one key path have one score error: their points lie on each other.
+    m_plot->noteCoincidences(QStringLiteral("identical points, drawn as rings: "));
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 

@@ -75,6 +75,13 @@ QString ValidationView::emptyText() const
                                 "RNGs on the current spec.");
 }
 
+QString ValidationView::noFigureReason() const
+{
+    if (m_validation.report && !m_validation.report->implementationRan)
+        return QStringLiteral("no OpenCL device, so only the RNG comparison ran (its rows are in the table and the CSV)");
+    return ResultView::noFigureReason();
+}
+
 void ValidationView::setValidation(const ValidationData& validation)
 {
     m_validation = validation;

@@ -31,6 +31,9 @@ public:
     QString viewDescription() const override;
     QString emptyText() const override;
     QString dataCsv() const override;
+    /// The validation's reference run (its spec is what a validation export writes).
+    std::shared_ptr<const ResultSet> figureResults() const override { return m_validation.reference; }
+    QString noFigureReason() const override;
 
     void setValidation(const ValidationData& validation);
     void setBusy(bool busy, const QString& message = {});

@@ -11,6 +11,8 @@ ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withCompari
     if (!results)
         return data;
     data.figures = std::make_shared<const FigureData>(buildFigureData(*results));
+    data.rateDistortionKl = std::make_shared<const RateDistortion>(rateDistortion(*results, DamageMetric::MeanKl));
+    data.rateDistortionOutput = std::make_shared<const RateDistortion>(rateDistortion(*results, DamageMetric::OutputError));
     if (results->spec.regime == "model") {
         data.modelMap = std::make_shared<const std::vector<MapValue>>(kvlens::modelMap(*results));
         data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(*results));

@@ -8,6 +8,7 @@
 #include "core/analysis/comparison.h"
 #include "core/analysis/proxies.h"
 #include "core/analysis/model_lens.h"
+#include "core/analysis/rate_distortion.h"
 
 #include <QMetaType>
 
@@ -25,7 +26,14 @@ struct ViewData {
     std::shared_ptr<const std::vector<stats::ProxyRow>> proxies; ///< with the comparisons
     std::shared_ptr<const std::vector<MapValue>> modelMap;      ///< a model run's cells (empty otherwise)
     std::shared_ptr<const std::vector<SensitivityRow>> sensitivity; ///< with K-only and V-only
+    /// Damage against exact bits (mean KL; the output's relative error), always; a ViewData made
+    /// without makeViewData may lack them (the view then computes them from `results`).
+    std::shared_ptr<const RateDistortion> rateDistortionKl, rateDistortionOutput;
     bool partial = false;
+    /// Finished trials not in `results`: a cancelled run keeps, at each (point, budget), only the
+    /// seeds every scheme finished (core's sharedSeedTrials), so that its figures compare schemes
+    /// on the same draws; this many were left out.
+    long long leftOut = 0;
 
     bool empty() const { return !results || results->trials.empty(); }
 };

@@ -4,6 +4,7 @@
 
 #include "widgets/comparison_view.h"
 #include "widgets/kl_distribution_view.h"
+#include "widgets/rate_distortion_view.h"
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
 #include "widgets/shannon_phi_view.h"
@@ -18,7 +19,8 @@ std::vector<ResultView*> createViews(QWidget* parent)
 {
     return {new ShannonPhiView(parent),     new ScatterMatrixView(parent), new KlDistributionView(parent),
             new RecallView(parent),         new ComparisonView(parent),    new TheoryView(parent),
-            new SweepView(parent),          new ModelMapView(parent),      new TeachingView(parent)};
+            new SweepView(parent),          new RateDistortionView(parent), new ModelMapView(parent),
+            new TeachingView(parent)};
 }
 
 } // namespace kvlens::widgets

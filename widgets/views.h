@@ -9,7 +9,7 @@
 namespace kvlens::widgets {
 
 /// Creates every view (Shannon-phi plane, 6D scatter, KL distributions, routing recall,
-/// comparisons, theory, sweep, teaching), parented to `parent`.
+/// comparisons, theory, sweep, rate–distortion, model map, teaching), parented to `parent`.
 std::vector<ResultView*> createViews(QWidget* parent);
 
 } // namespace kvlens::widgets

@@ -472,7 +472,12 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
     std::vector<std::pair<std::string, json>> modelCells;
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
-                      "comparisons", "memory_limit_mb", "sweep"});
+                      "comparisons", "memory_limit_mb", "sweep", "partial"});
+    // An export of a cancelled run notes the trials it holds ("partial", core/analysis/coverage.h);
+    // it describes the files beside it, not the run to make, so reading the spec ignores it.
+    if (j.contains("partial") && !j["partial"].is_object())
+        throw FieldError{"partial", "must be an object (an export's note of the trials it holds), got "
+                                        + io::describeJson(j["partial"])};
     ExperimentSpec s;
     s.schemes.clear();
     if (j.contains("kvlens_spec")) {

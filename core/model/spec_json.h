@@ -14,6 +14,8 @@ namespace kvlens {
 /// defaults; "N" and "Q" are accepted for "tokens" and "queries". The imported regime's
 /// relative file paths are made absolute, looked up in `baseDirectory` first (the spec file's
 /// folder) and then in the working directory.
+/// A "partial" object (what an export of a cancelled run holds, core/analysis/coverage.h) is
+/// accepted and ignored: the spec it sits in is still the whole run's.
 /// The text is read as untrusted: nesting is capped, a key given twice is refused, and messages
 /// describe a bad value by its type, never by dumping it.
 Result<ExperimentSpec> specFromJson(std::string_view text, const std::string& baseDirectory = {},

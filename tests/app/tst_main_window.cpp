@@ -13,12 +13,16 @@
 #include "widgets/result_view.h"
 #include "widgets/validation_view.h"
 
+#include <QComboBox>
+#include <QImage>
 #include <QPushButton>
 #include <QTableWidget>
 
 #include <QDir>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -85,10 +89,11 @@ private slots:
         QVERIFY(!window.isRunning());
         QCOMPARE(window.lastData().results->trials.size(), std::size_t{3 * 2 * 2});
         QVERIFY(window.lastData().comparisons);
-        QCOMPARE(window.views().size(), std::size_t{10});
+        QCOMPARE(window.views().size(), std::size_t{11});
         // Expected series per view for 3 schemes x 2 budgets.
         const std::map<QString, int> expected = {{"shannon_phi", 6}, {"scatter_6d", 180}, {"kl_distribution", 12},
                                                  {"routing_recall", 6}, {"theory", 6}, {"sweep", 3},  // sweep: one line per scheme against n
+                                                 {"rate_distortion", 4}, // a line per scheme, and the envelope
                                                  {"validation", 0},  // drawn when a validation runs
                                                  {"model_map", 0}};  // a model run's: here a placeholder line
         for (widgets::ResultView* v : window.views()) {
@@ -132,6 +137,96 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
         QVERIFY(window.lastData().results->cancelled);
         QVERIFY(!window.lastData().results->trials.empty());
+    }
+
+    void aCancelledRunIsDrawnOnSharedSeedsAndExportedAsPartial()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small(2000));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.lastData().empty() && window.lastData().results->trials.size() >= 12, 20000);
+        QTemporaryDir dir;
+        widgets::ExportOptions options;
+        options.pdf = options.png = false; // the SVG's text is what is read back
+        const std::vector<widgets::ResultView*> views(window.views().begin(), window.views().end());
+        auto stem = [](const widgets::ResultView& v) { return v.viewId(); };
+        // While it runs, a snapshot is no run an export could describe.
+        QVERIFY(window.isRunning());
+        const auto refused = window.exportTo(views, dir.path(), stem, options);
+        QVERIFY(!refused.ok());
+        QVERIFY2(refused.error.contains(QStringLiteral("a run is going")), qPrintable(refused.error));
+        window.cancelRun();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+        const ResultSet& r = *window.lastData().results;
+        QVERIFY(r.cancelled);
+        // What is drawn: at each budget, every scheme on the same seeds (checked here from the trials).
+        std::map<int, std::map<int, std::set<int>>> seeds; // budget -> scheme -> seed indices
+        for (const TrialResult& t : r.trials)
+            seeds[t.key.budget][t.key.scheme].insert(t.key.seedIndex);
+        for (const auto& [budget, schemes] : seeds) {
+            QCOMPARE(schemes.size(), std::size_t{3});
+            for (const auto& [scheme, held] : schemes)
+                QVERIFY2(held == schemes.begin()->second, qPrintable(QStringLiteral("n = %1").arg(budget)));
+        }
+        QVERIFY(static_cast<long long>(r.trials.size()) < r.totalTrials);
+        QVERIFY2(window.messageText().contains(QStringLiteral("cancelled")), qPrintable(window.messageText()));
+
+        const auto outcome = window.exportTo(views, dir.path(), stem, options);
+        QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        const QString note = QStringLiteral("partial run: %1 of %2 trials").arg(r.trials.size()).arg(r.totalTrials);
+        int csvs = 0, specs = 0, svgs = 0;
+        for (const QString& name : QDir(dir.path()).entryList(QDir::Files)) {
+            QFile f(dir.filePath(name));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QByteArray text = f.readAll();
+            if (name.endsWith(QLatin1String(".csv"))) {
+                ++csvs;
+                QVERIFY2(text.startsWith("# " + note.toUtf8()), qPrintable(name));
+            } else if (name.endsWith(QLatin1String(".spec.json"))) {
+                ++specs;
+                QVERIFY2(text.contains("\"partial\"") && text.contains("\"of\": " + QByteArray::number(r.totalTrials)),
+                         qPrintable(name));
+                QVERIFY2(specFromJson(text.toStdString()).ok(), qPrintable(name)); // still a spec the reader takes
+            } else if (name.endsWith(QLatin1String(".svg"))) {
+                ++svgs;
+                QVERIFY2(text.contains(note.toUtf8()), qPrintable(name));
+            }
+        }
+        QVERIFY(csvs >= 8 && specs == csvs && svgs >= 8);
+        // The comparisons need the whole run: not written, and said so.
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("comparisons.svg"))));
+        QVERIFY2(outcome.skipped.join(QLatin1Char('\n')).contains(QStringLiteral("Comparisons: the comparisons need the whole run")),
+                 qPrintable(outcome.skipped.join(QLatin1Char('\n'))));
+        QVERIFY2(window.messageText().contains(QStringLiteral("skipped: ")), qPrintable(window.messageText()));
+    }
+
+    void exportAllWritesNoEmptyFigureAndSaysWhatItSkipped()
+    {
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small(2));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        QTemporaryDir dir;
+        widgets::ExportOptions options;
+        options.pdf = options.svg = false;
+        options.dpi = 72;
+        const std::vector<widgets::ResultView*> views(window.views().begin(), window.views().end());
+        const auto outcome = window.exportTo(views, dir.path(), [](const widgets::ResultView& v) { return QStringLiteral("k_") + v.viewId(); },
+                                             options);
+        QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        const QStringList files = QDir(dir.path()).entryList(QDir::Files);
+        QVERIFY(files.filter(QStringLiteral("model_map")).isEmpty());  // "Not a model run"
+        QVERIFY(files.filter(QStringLiteral("validation")).isEmpty()); // no validation was run
+        QVERIFY(files.contains(QStringLiteral("k_rate_distortion.png")) && files.contains(QStringLiteral("k_comparisons.png")));
+        const QString skipped = outcome.skipped.join(QLatin1Char('\n'));
+        QVERIFY2(skipped.contains(QStringLiteral("Model map: not a model run")), qPrintable(skipped));
+        QVERIFY2(skipped.contains(QStringLiteral("Validation: ")), qPrintable(skipped));
+        QCOMPARE(outcome.skipped.size(), 2);
+        QVERIFY2(window.messageText().contains(QStringLiteral("skipped: Model map")), qPrintable(window.messageText()));
+        // A whole run's files say nothing of a partial one.
+        QFile csv(dir.filePath(QStringLiteral("k_kl_distribution.csv")));
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        QVERIFY(!csv.readAll().startsWith("#"));
     }
 
     void closingMidRunDoesNotHang()
@@ -332,6 +427,62 @@ private slots:
         QVERIFY(window.lastData().results->regimeNote.find("layer 2, query head 1") != std::string::npos);
         QVERIFY(std::isfinite(map->cellValue(0, 0))); // still the whole model
         QCOMPARE(map->mapData().results->spec.pointCount(), 16);
+
+        // The colour bar says what it colours: log10 of the mean KL in nats, whose, at which budget.
+        QCOMPARE(map->colourLabel(), QStringLiteral("log10 mean KL (nats), K-only, n = 2"));
+        const QStringList header = map->dataCsv().section(QLatin1Char('\n'), 0, 0).split(QLatin1Char(','));
+        QCOMPARE(header, (QStringList{"layer", "head", "scheme", "versus", "budget", "metric", "value", "unit", "colour"}));
+        QVERIFY(map->dataCsv().section(QLatin1Char('\n'), 1, 1).endsWith(QStringLiteral(",nats,log10 value")));
+        // The window marks the studied cell in red; a figure never does.
+        auto redPixels = [](const QImage& image) {
+            int red = 0;
+            for (int y = 0; y < image.height(); ++y)
+                for (int x = 0; x < image.width(); ++x) {
+                    const QColor c = image.pixelColor(x, y);
+                    red += c.red() > 200 && c.green() < 60 && c.blue() < 60 ? 1 : 0;
+                }
+            return red;
+        };
+        map->resize(900, 650);
+        QVERIFY(redPixels(map->plot()->toPixmap(600, 450).toImage()) > 20);
+        QTemporaryDir dir;
+        widgets::ExportOptions options;
+        options.pdf = options.svg = false;
+        options.dpi = 150;
+        const auto outcome = window.exportTo({map}, dir.path(), [](const widgets::ResultView&) { return QStringLiteral("map"); },
+                                             options);
+        QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        const QImage png(dir.filePath(QStringLiteral("map.png")));
+        QVERIFY(!png.isNull());
+        QCOMPARE(redPixels(png), 0);
+        QVERIFY(redPixels(map->plot()->toPixmap(600, 450).toImage()) > 20); // and the window keeps its mark
+        // Legible in a single column: the colour bar's label fits its bar, nothing under 6 pt.
+        {
+            widgets::ExportOptions single;
+            const widgets::PrintCheck check = widgets::checkPrint(*map, single);
+            for (const widgets::PrintedText& t : check.texts)
+                QVERIFY2(t.points >= widgets::kMinimumPrintPoints - 1e-6,
+                         qPrintable(QStringLiteral("%1 \"%2\" at %3 pt").arg(t.what, t.text).arg(t.points)));
+            QVERIFY2(check.collisions.isEmpty(), qPrintable(check.collisions.join(QStringLiteral("; "))));
+            QVERIFY2(check.overlaps.isEmpty(), qPrintable(check.overlaps.join(QStringLiteral("; "))));
+            if (qEnvironmentVariableIsSet("KVLENS_FIGURE_DIR")) // for an author to look at
+                QVERIFY(window.exportTo({map}, qEnvironmentVariable("KVLENS_FIGURE_DIR"),
+                                        [](const widgets::ResultView&) { return QStringLiteral("model_map_3.5in"); }, single)
+                            .ok());
+        }
+        // The spec beside it is the whole map's run (16 cells), not the studied cell's.
+        const auto written = loadSpecFile(dir.filePath(QStringLiteral("map.spec.json")).toStdString());
+        QVERIFY2(written.ok(), written.ok() ? "" : written.error().text().c_str());
+        QCOMPARE(written->pointCount(), 16);
+        QVERIFY(*written == map->mapData().results->spec);
+        QVERIFY(!(*written == window.lastData().results->spec));
+        // V-only's KL is 0 in every cell (fp16 data: keys kept in fp16 are exact): no colour, and a note.
+        for (QComboBox* box : map->findChildren<QComboBox*>())
+            if (box->toolTip() == QStringLiteral("The scheme the map shows."))
+                box->setCurrentIndex(1);
+        QVERIFY2(map->plot()->footnotes().join(QLatin1Char(' ')).contains(QStringLiteral("16 of 16 cells uncoloured")),
+                 qPrintable(map->plot()->footnotes().join(QLatin1Char(' '))));
+        QVERIFY(map->colourLabel().contains(QStringLiteral("V-only")));
     }
 
     void presetsLoadAndValidate()

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Views fed a real result set: series counts, CSV = plotted points, and figure export for papers.
+#include "common/approx.h"
+#include "core/analysis/coverage.h"
 #include "core/experiment/runner.h"
 #include "core/model/spec_json.h"
 #include "widgets/comparison_view.h"
@@ -7,6 +9,7 @@
 #include "widgets/figure_export.h"
 #include "widgets/formula_label.h"
 #include "widgets/kl_distribution_view.h"
+#include "widgets/rate_distortion_view.h"
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
 #include "widgets/shannon_phi_view.h"
@@ -20,6 +23,9 @@
 #include <QFileInfo>
 #include <QFontComboBox>
 #include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSet>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -73,6 +79,65 @@ int trialPointsMatched(const QList<QStringList>& rows, const ResultSet& results,
         }
     }
     return matched;
+}
+
+/// The texts of an SVG file's <text> elements.
+QStringList svgTexts(const QString& path)
+{
+    QFile svg(path);
+    if (!svg.open(QIODevice::ReadOnly))
+        return {};
+    QXmlStreamReader xml(&svg);
+    QStringList texts;
+    while (!xml.atEnd())
+        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("text"))
+            texts << xml.readElementText(QXmlStreamReader::IncludeChildElements);
+    return texts;
+}
+
+/// Every footnote of a plot as one line (their wrapping undone).
+QString notes(const PlotWidget* plot)
+{
+    return plot->footnotes().join(QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
+}
+
+/// The legend entries' texts of a plot's main legend.
+QStringList legendNames(const PlotWidget* plot)
+{
+    QStringList names;
+    for (int i = 0; i < plot->legend->itemCount(); ++i)
+        if (auto* e = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i)))
+            names << e->plottable()->name();
+    return names;
+}
+
+/// K-only, V-only and TQ-KV on the shipped fp16 example: K-only and TQ-KV quantize the keys alike;
+/// V-only keeps them in fp16, which is exact for fp16 data, so its KL is 0 exactly.
+std::shared_ptr<const ResultSet> sensitivityRun()
+{
+    auto spec = specFromJson(R"({"regime": {"name": "imported", "file": ")" KVLENS_EXAMPLES_DIR R"(/kv_example.safetensors",
+                                "k": "k", "v": "v", "q": "q", "head": 1, "token_start": 0, "query_start": 192},
+                                "d": 64, "tokens": 128, "queries": 16, "budgets": [2, 3], "seeds": {"count": 2},
+                                "schemes": ["K-only", "V-only", "TQ-KV"], "metrics": {"sample_cap": 10},
+                                "comparisons": {"bootstrap": 50, "permutations": 19}})");
+    Q_ASSERT(spec.ok());
+    CpuBackend backend(2);
+    auto results = runExperiment(*spec, backend);
+    Q_ASSERT(results.ok());
+    return std::make_shared<const ResultSet>(std::move(results).value());
+}
+
+/// Pixels of `png` within `tolerance` (sum of channel differences) of `color`.
+int pixelsOf(const QImage& png, const QColor& color, int tolerance = 40)
+{
+    int count = 0;
+    for (int y = 0; y < png.height(); ++y)
+        for (int x = 0; x < png.width(); ++x) {
+            const QColor c = png.pixelColor(x, y);
+            count += std::abs(c.red() - color.red()) + std::abs(c.green() - color.green())
+                         + std::abs(c.blue() - color.blue()) < tolerance;
+        }
+    return count;
 }
 
 } // namespace
@@ -601,9 +666,11 @@ private slots:
         const auto exported = csvRows(QString::fromUtf8(csv.readAll()));
         QCOMPARE(exported.size(), 1 + 18);
         QCOMPARE(trialPointsMatched(exported, *m_data.results, false), 18);
+        // The spec beside the figure is the run the figure was drawn from, whatever text the caller
+        // passed (that is for views drawn from no single run: the report's claim figures).
         QFile spec(dir.filePath(QStringLiteral("fig.spec.json")));
         QVERIFY(spec.open(QIODevice::ReadOnly));
-        QCOMPARE(spec.readAll(), QByteArray("{\"d\": 64}\n"));
+        QCOMPARE(spec.readAll(), QByteArray::fromStdString(specToJson(m_data.results->spec) + "\n"));
         // Nothing but the five files (no temporaries left behind), each readable by group and others
         // under the usual umask 022, as any new file is (the temporaries they were written as are 0600).
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 5);
@@ -666,6 +733,286 @@ private slots:
         QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).size(), 6);
     }
 
+
+    void aPartialRunIsExportedAsPartialOrRefused()
+    {
+        // A cancelled run by hand: KIVI lacks seed 2 at n = 3 and seed 1 at n = 4; KV lacks seed 0 at n = 4.
+        auto partial = std::make_shared<ResultSet>(*m_data.results);
+        partial->cancelled = true;
+        std::erase_if(partial->trials, [&](const TrialResult& t) {
+            const std::string& name = partial->schemes[static_cast<std::size_t>(t.key.scheme)].name;
+            return (name == "KIVI" && t.key.budget == 3 && t.key.seedIndex == 2)
+                   || (name == "KIVI" && t.key.budget == 4 && t.key.seedIndex == 1)
+                   || (name == "KV" && t.key.budget == 4 && t.key.seedIndex == 0);
+        });
+        QCOMPARE(partial->trials.size(), std::size_t{15});
+        QTemporaryDir dir;
+        ExportOptions options;
+        options.dpi = 100;
+        {
+            // The schemes hold different seeds: any figure comparing them would compare different draws.
+            KlDistributionView kl;
+            kl.setData(makeViewData(partial, false));
+            const auto refused = exportView(kl, dir.path(), QStringLiteral("kl"), options);
+            QVERIFY(!refused.ok());
+            QVERIFY2(refused.error.contains(QStringLiteral("different seeds")), qPrintable(refused.error));
+            QVERIFY(QDir(dir.path()).entryList(QDir::Files).isEmpty());
+        }
+        // On the seeds every scheme holds: n = 3 seeds 0, 1; n = 4 seed 2 — 3 x 3 = 9 of 18 trials.
+        const auto shared = std::make_shared<const ResultSet>(sharedSeedTrials(*partial));
+        QCOMPARE(shared->trials.size(), std::size_t{9});
+        KlDistributionView kl;
+        kl.resize(800, 600);
+        kl.setData(makeViewData(shared, false));
+        const int rowsBefore = kl.plot()->plotLayout()->rowCount();
+        const auto outcome = exportView(kl, dir.path(), QStringLiteral("kl"), options);
+        QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        QCOMPARE(outcome.written.size(), 5);
+        // 1. The spec lists what the files hold, and still reads as the run's spec.
+        QFile specFile(dir.filePath(QStringLiteral("kl.spec.json")));
+        QVERIFY(specFile.open(QIODevice::ReadOnly));
+        const QByteArray specText = specFile.readAll();
+        const QJsonObject json = QJsonDocument::fromJson(specText).object();
+        const QJsonObject block = json.value(QStringLiteral("partial")).toObject();
+        QCOMPARE(block.value(QStringLiteral("trials")).toInt(), 9);
+        QCOMPARE(block.value(QStringLiteral("of")).toInt(), 18);
+        QCOMPARE(block.value(QStringLiteral("held")).toArray().size(), 3 * 2);
+        for (const QJsonValue& cell : block.value(QStringLiteral("held")).toArray()) {
+            const int budget = cell.toObject().value(QStringLiteral("budget")).toInt();
+            const QJsonArray seeds = cell.toObject().value(QStringLiteral("seeds")).toArray();
+            QCOMPARE(seeds.size(), budget == 3 ? 2 : 1);
+            QCOMPARE(seeds.first().toInt(), budget == 3 ? 1 : 3); // seeds 1, 2, 3 are indices 0, 1, 2
+        }
+        const auto back = specFromJson(specText.toStdString());
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().text().c_str());
+        QVERIFY(*back == shared->spec);
+        // 2. The data says so on its first line.
+        QFile csv(dir.filePath(QStringLiteral("kl.csv")));
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        const QString firstLine = QString::fromUtf8(csv.readLine());
+        QVERIFY2(firstLine.startsWith(QStringLiteral("# partial run: 9 of 18 trials")), qPrintable(firstLine));
+        // 3. The figure carries the note.
+        const QStringList texts = svgTexts(dir.filePath(QStringLiteral("kl.svg")));
+        QVERIFY2(texts.join(QLatin1Char(' ')).contains(QStringLiteral("partial run: 9 of 18 trials")),
+                 qPrintable(texts.join(QStringLiteral(" | "))));
+        // The live view is as it was: the note was for the files.
+        QCOMPARE(kl.plot()->plotLayout()->rowCount(), rowsBefore);
+        // And a whole run's export says nothing of the kind.
+        KlDistributionView whole;
+        whole.setData(m_data);
+        QVERIFY(exportView(whole, dir.path(), QStringLiteral("whole"), options).ok());
+        QFile wholeCsv(dir.filePath(QStringLiteral("whole.csv")));
+        QVERIFY(wholeCsv.open(QIODevice::ReadOnly));
+        QVERIFY(!wholeCsv.readAll().contains("partial"));
+        QVERIFY(!svgTexts(dir.filePath(QStringLiteral("whole.svg"))).join(QLatin1Char(' ')).contains(QStringLiteral("partial run")));
+    }
+
+    void anExportLeavesTheLiveFigureAsItWasAndHidesNoSeries()
+    {
+        KlDistributionView view;
+        view.resize(800, 600);
+        view.setData(m_data);
+        view.show();
+        PlotWidget* plot = view.plot();
+        plot->replot();
+        // The user hides KV by a click on its legend entry.
+        plot->toggleSeries(QStringLiteral("KV"));
+        plot->replot();
+        QCPLegend* legend = plot->legend;
+        const QPen border = legend->borderPen();
+        const QBrush brush = legend->brush();
+        const QFont font = legend->font();
+        const QMargins margins = legend->margins();
+        const QFont axisFont = plot->xAxis->tickLabelFont();
+        QTemporaryDir dir;
+        ExportOptions options;
+        options.dpi = 100;
+        options.pdf = options.svg = false;
+        QVERIFY(exportView(view, dir.path(), QStringLiteral("kl"), options).ok());
+        plot->replot();
+        // The window's legend frame and fonts are as they were (an export used to restyle them).
+        QCOMPARE(legend->borderPen(), border);
+        QCOMPARE(legend->brush(), brush);
+        QCOMPARE(legend->font(), font);
+        QCOMPARE(legend->margins(), margins);
+        QCOMPARE(plot->xAxis->tickLabelFont(), axisFont);
+        QVERIFY(plot->seriesHidden(QStringLiteral("KV"))); // still hidden in the window...
+        // ...but drawn in the figure: its CSV holds it, so the figure shows it.
+        const QImage png(dir.filePath(QStringLiteral("kl.png")));
+        QVERIFY(!png.isNull());
+        const int kvPixels = pixelsOf(png, seriesColor(0));
+        const int icon = 2 * 16 * 8 * 100 / 72; // the legend icon's line, generously
+        QVERIFY2(kvPixels > icon, qPrintable(QString::number(kvPixels)));
+    }
+
+    void seriesALogAxisCannotShowOrThatCoincideAreExplained()
+    {
+        const auto run = sensitivityRun();
+        // From the results: K-only and TQ-KV have the same KL query by query; V-only's is 0.
+        auto klOf = [&](const char* scheme, int budget) {
+            std::vector<float> kl;
+            for (const TrialResult& t : run->trials)
+                if (run->schemes[static_cast<std::size_t>(t.key.scheme)].name == scheme && t.key.budget == budget)
+                    kl.insert(kl.end(), t.kl.begin(), t.kl.end());
+            return kl;
+        };
+        QVERIFY(!klOf("K-only", 2).empty() && klOf("K-only", 2) == klOf("TQ-KV", 2));
+        QVERIFY(!klOf("V-only", 3).empty());
+        for (int budget : {2, 3})
+            for (float v : klOf("V-only", budget))
+                QVERIFY2(v == 0.0f, qPrintable(QString::number(v)));
+        const ViewData data = makeViewData(run, true);
+
+        KlDistributionView kl;
+        kl.setData(data);
+        kl.setBudget(2);
+        QVERIFY2(legendNames(kl.plot()).contains(QStringLiteral("V-only: KL = 0 exactly")),
+                 qPrintable(legendNames(kl.plot()).join(QStringLiteral(", "))));
+        QVERIFY2(notes(kl.plot()).contains(QStringLiteral("TQ-KV = K-only")),
+                 qPrintable(kl.plot()->footnotes().join(QStringLiteral(" | "))));
+        // The later of two identical curves is dashed, so the one under it shows through.
+        for (int i = 0; i < kl.plot()->graphCount(); ++i)
+            if (kl.plot()->graph(i)->name() == QStringLiteral("TQ-KV"))
+                QCOMPARE(kl.plot()->graph(i)->pen().style(), Qt::CustomDashLine);
+
+        SweepView sweep;
+        sweep.setData(data);
+        QVERIFY(sweep.setXParameter(QStringLiteral("budget")));
+        sweep.setMetric(0); // mean KL, log y
+        QVERIFY2(legendNames(sweep.plot()).contains(QStringLiteral("V-only: KL = 0 exactly")),
+                 qPrintable(legendNames(sweep.plot()).join(QStringLiteral(", "))));
+        QVERIFY(notes(sweep.plot()).contains(QStringLiteral("TQ-KV = K-only")));
+
+        RecallView recall;
+        recall.setData(data);
+        QVERIFY(notes(recall.plot()).contains(QStringLiteral("TQ-KV = K-only")));
+        // V-only's keys are exact: recall 1, a line of its own.
+        QVERIFY(!notes(recall.plot()).contains(QStringLiteral("V-only")));
+
+        RateDistortionView rd;
+        rd.setData(data);
+        QVERIFY2(legendNames(rd.plot()).contains(QStringLiteral("V-only: KL = 0 exactly")),
+                 qPrintable(legendNames(rd.plot()).join(QStringLiteral(", "))));
+        // TQ-KV is the envelope here (K-only spends fp16 values for the same KL): a line through
+        // points is no coincidence to note.
+        QVERIFY2(!notes(rd.plot()).contains(RateDistortionView::envelopeName()), qPrintable(notes(rd.plot())));
+        // On the output's error V-only has a place: it is drawn.
+        rd.setMetric(DamageMetric::OutputError);
+        QVERIFY(legendNames(rd.plot()).contains(QStringLiteral("V-only")));
+    }
+
+    void budgetAxesSayNominal()
+    {
+        RecallView recall;
+        recall.setData(m_data);
+        QCOMPARE(recall.plot()->axisRects()[1]->axis(QCPAxis::atBottom)->label(), QStringLiteral("nominal budget n (bits)"));
+        SweepView sweep;
+        sweep.setData(m_data);
+        QVERIFY(sweep.setXParameter(QStringLiteral("budget")));
+        QCOMPARE(sweep.plot()->xAxis->label(), QStringLiteral("nominal budget n (bits)"));
+        // The sweep's "bits" metric is the exact count (TrialResult::bits), and says so.
+        QVERIFY(SweepView::metricNames().last().startsWith(QStringLiteral("exact bits per coordinate")));
+        for (ResultView* v : {static_cast<ResultView*>(&recall), static_cast<ResultView*>(&sweep)})
+            for (QCPAxisRect* rect : v->plot()->axisRects())
+                for (QCPAxis* axis : rect->axes())
+                    QVERIFY2(!axis->label().contains(QStringLiteral("bits per coordinate"))
+                                 || axis->label().startsWith(QStringLiteral("exact")),
+                             qPrintable(axis->label()));
+    }
+
+    void theRateDistortionViewDrawsTheEnvelopeAndSeedIntervals()
+    {
+        RateDistortionView view;
+        view.resize(800, 600);
+        view.setData(m_data);
+        const ResultSet& r = *m_data.results;
+        QCOMPARE(view.plot()->xAxis->label(), QStringLiteral("exact bits per coordinate (K and V)"));
+        // Independently: each cell's exact bits and mean KL from the summary (its KL mean is over
+        // every query of every seed: with equal queries per seed, the mean of the seeds' means),
+        // and the cells no other cell beats on both.
+        struct Cell {
+            double bits, kl;
+        };
+        std::vector<Cell> cells;
+        for (const SummaryRow& row : m_data.figures->summary)
+            cells.push_back({row.bits.total(), row.klMean});
+        QCOMPARE(cells.size(), std::size_t{6});
+        std::vector<Cell> front;
+        for (const Cell& a : cells) {
+            bool beaten = false;
+            for (const Cell& b : cells)
+                beaten = beaten || (b.bits <= a.bits && b.kl <= a.kl && (b.bits < a.bits || b.kl < a.kl));
+            if (!beaten)
+                front.push_back(a);
+        }
+        std::sort(front.begin(), front.end(), [](const Cell& a, const Cell& b) { return a.bits < b.bits; });
+        QCPGraph* envelope = nullptr;
+        for (int i = 0; i < view.plot()->graphCount(); ++i)
+            if (view.plot()->graph(i)->name() == RateDistortionView::envelopeName())
+                envelope = view.plot()->graph(i);
+        QVERIFY(envelope);
+        QCOMPARE(envelope->dataCount(), static_cast<int>(front.size()));
+        for (int i = 0; i < envelope->dataCount(); ++i) {
+            KVLENS_COMPARE_ABS(envelope->data()->at(i)->key, front[static_cast<std::size_t>(i)].bits, 1e-12);
+            KVLENS_COMPARE_REL(envelope->data()->at(i)->value, front[static_cast<std::size_t>(i)].kl, 1e-9);
+        }
+        // KV at n = 3: the bar is t(0.975, 2) sd / sqrt(3) of the three seeds' mean KL.
+        std::vector<double> means;
+        for (const TrialResult& t : r.trials)
+            if (t.key.scheme == 0 && t.key.budget == 3) {
+                double sum = 0.0;
+                for (float v : t.kl)
+                    sum += v;
+                means.push_back(sum / static_cast<double>(t.kl.size()));
+            }
+        QCOMPARE(means.size(), std::size_t{3});
+        const double mean = (means[0] + means[1] + means[2]) / 3.0;
+        double ss = 0.0;
+        for (double m : means)
+            ss += (m - mean) * (m - mean);
+        const double t2 = std::sqrt(2.0 * 0.95 * 0.95 / (1.0 - 0.95 * 0.95)); // closed form for 2 df
+        const double half = t2 * std::sqrt(ss / 2.0 / 3.0);
+        const auto csv = csvRows(view.dataCsv());
+        const QStringList header = csv.first();
+        QCOMPARE(header.indexOf(QStringLiteral("bits_exact")), 4);
+        bool found = false;
+        for (const QStringList& row : csv.mid(1))
+            if (row[2] == QStringLiteral("KV") && row[3] == QStringLiteral("3")) {
+                found = true;
+                KVLENS_COMPARE_REL(row[header.indexOf(QStringLiteral("damage"))].toDouble(), mean, 1e-9);
+                KVLENS_COMPARE_REL(row[header.indexOf(QStringLiteral("ci_high"))].toDouble() - mean, half, 1e-6);
+                QCOMPARE(row[header.indexOf(QStringLiteral("seeds"))], QStringLiteral("3"));
+            }
+        QVERIFY(found);
+        // The figure says what a point and a bar are.
+        QVERIFY2(notes(view.plot()).contains(QStringLiteral("mean of the 3 seeds' means, bars: 95% t-interval over seeds")),
+                 qPrintable(view.plot()->footnotes().join(QStringLiteral(" | "))));
+    }
+
+    void theRateDistortionFigureAtOneAndTwoColumns()
+    {
+        // Written where the author looks at them (KVLENS_FIGURE_DIR), else into a temporary folder.
+        QTemporaryDir temp;
+        const QString out = qEnvironmentVariableIsSet("KVLENS_FIGURE_DIR") ? qEnvironmentVariable("KVLENS_FIGURE_DIR")
+                                                                          : temp.path();
+        CpuBackend backend(2);
+        auto results = runExperiment(defaultSpec(), backend);
+        QVERIFY(results.ok());
+        RateDistortionView view;
+        view.resize(900, 650);
+        view.setData(makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), false));
+        for (double inches : {3.5, 7.0}) {
+            ExportOptions options;
+            options.widthInches = inches;
+            const PrintCheck check = checkPrint(view, options);
+            for (const PrintedText& t : check.texts)
+                QVERIFY2(t.points >= kMinimumPrintPoints - 1e-6, qPrintable(QStringLiteral("%1 \"%2\" at %3 pt").arg(t.what, t.text).arg(t.points)));
+            QVERIFY2(check.overlaps.isEmpty(), qPrintable(check.overlaps.join(QStringLiteral("; "))));
+            QVERIFY2(check.collisions.isEmpty(), qPrintable(check.collisions.join(QStringLiteral("; "))));
+            const auto outcome = exportView(view, out, QStringLiteral("rate_distortion_%1in").arg(inches), options);
+            QVERIFY2(outcome.ok(), qPrintable(outcome.error));
+        }
+    }
 private:
     ViewData m_data;
 };
