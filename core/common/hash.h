@@ -3,6 +3,7 @@
 // identities, imported-data hashes, OpenCL program-cache keys).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string_view>
 
@@ -20,6 +21,32 @@ constexpr std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFn
     }
     return hash;
 }
+
+/// FNV-1a over typed values, each written unambiguously (numbers as their bytes, text with its
+/// length first), so that different sequences of values never hash the same bytes.
+class Fnv1a {
+public:
+    void bytes(std::string_view b) { m_hash = fnv1a64(b, m_hash); }
+    void u64(std::uint64_t v)
+    {
+        char b[8];
+        for (int i = 0; i < 8; ++i)
+            b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+        bytes(std::string_view(b, 8));
+    }
+    void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+    /// The bit pattern (so 0.1 + 0.2 and 0.3 differ); -0.0 and 0.0 are one value.
+    void f64(double v) { u64(std::bit_cast<std::uint64_t>(v == 0.0 ? 0.0 : v)); }
+    void text(std::string_view s)
+    {
+        u64(s.size());
+        bytes(s);
+    }
+    std::uint64_t value() const { return m_hash; }
+
+private:
+    std::uint64_t m_hash = kFnvOffsetBasis;
+};
 
 // The published test vectors (Noll's FNV page): "" and "a".
 static_assert(fnv1a64("") == 0xcbf29ce484222325ULL);

@@ -3,37 +3,90 @@
 #include "core/experiment/trial_cache.h"
 
 #include "core/common/hash.h"
-#include "core/model/spec_json.h"
 
 #include <algorithm>
 
 namespace kvlens {
 
+namespace {
+
+void add(Fnv1a& h, const CodecPart& part)
+{
+    h.text(part.kind);
+    h.u64(part.options.size());
+    for (const auto& [name, value] : part.options) { // a std::map: sorted by name
+        h.text(name);
+        h.u64(value.index());
+        if (const auto* d = std::get_if<double>(&value))
+            h.f64(*d);
+        else
+            h.text(std::get<std::string>(value));
+    }
+}
+
+void add(Fnv1a& h, const PathConfig& path)
+{
+    h.u64(path.transforms.size());
+    for (const CodecPart& t : path.transforms)
+        add(h, t);
+    add(h, path.quantizer);
+    h.u64(path.residuals.size());
+    for (const CodecPart& r : path.residuals)
+        add(h, r);
+    add(h, path.tokenPolicy);
+    h.u64(path.bits.relative ? 1 : 0);
+    h.i64(path.bits.value);
+}
+
+/// Adds the spec fields that define a trial's numbers (forEachSpecField's DefinesNumbers).
+struct DefiningFields {
+    Fnv1a& h;
+    template <class T>
+    void operator()(const char*, ArrangesTrials, const T&) const
+    {
+    }
+    template <class T>
+    void operator()(const char* name, DefinesNumbers, const T& field) const
+    {
+        h.text(name);
+        value(field);
+    }
+    void value(const std::string& s) const { h.text(s); }
+    void value(int v) const { h.i64(v); }
+    void value(double v) const { h.f64(v); }
+    void value(EngineKind e) const { h.u64(static_cast<std::uint64_t>(e)); }
+    void value(const RegimeParams& params) const
+    {
+        h.u64(params.size());
+        for (const auto& [key, v] : params) { // a std::map: sorted by key
+            h.text(key);
+            h.u64(v.index());
+            if (const auto* d = std::get_if<double>(&v))
+                h.f64(*d);
+            else
+                h.text(std::get<std::string>(v));
+        }
+    }
+};
+
+} // namespace
+
 std::uint64_t trialCacheKey(const ExperimentSpec& pointSpec, std::uint64_t pointDataHash, const SchemeConfig& scheme,
                             int budget, std::uint64_t seed, std::string_view backend)
 {
-    ExperimentSpec neutral = pointSpec;
-    neutral.name.clear();
-    neutral.sweep.clear();
-    neutral.backend = BackendKind::Cpu;
-    neutral.fallback.clear();
-    neutral.device.clear();
-    neutral.memoryLimitMb = 0.0;
-    neutral.comparisons = ComparisonOptions{};
+    Fnv1a h;
+    h.text("kvlens trial v2");
+    forEachSpecField(pointSpec, DefiningFields{h});
     // Calibration rows are drawn when any scheme of the point needs them: part of the draw.
-    neutral.calibrationTokens = pointSpec.calibrationRows();
-    SchemeConfig paths = scheme;
-    paths.name = "trial";
-    paths.description.clear();
-    paths.builtin = false; // written by its paths, so two names of one scheme share entries
-    neutral.schemes = {paths};
-    neutral.budgets = {budget};
-    neutral.firstSeed = seed;
-    neutral.seedCount = 1;
-    std::uint64_t hash = fnv1a64(specToJson(neutral, -1));
-    const std::uint64_t data[1] = {pointDataHash};
-    hash = fnv1a64(std::string_view(reinterpret_cast<const char*>(data), sizeof data), hash);
-    return fnv1a64(backend, hash);
+    h.i64(pointSpec.calibrationRows());
+    // The scheme's paths, not its name: two names of one composition share entries.
+    add(h, scheme.key);
+    add(h, scheme.value);
+    h.i64(budget);
+    h.u64(seed);
+    h.u64(pointDataHash);
+    h.text(backend);
+    return h.value();
 }
 
 double trialBytes(const TrialResult& t)

@@ -14,11 +14,11 @@
 
 namespace kvlens {
 
-/// What one trial's numbers depend on, hashed (FNV-1a): the grid point's spec with everything
-/// that only arranges trials neutralised (name, schemes, budgets, seed range, sweep, comparison
-/// options, backend request, memory limit), the calibration rows the point draws (which depend on
-/// the whole scheme list), the scheme's paths (not its name), the budget, the seed value, the
-/// imported data's hash for the point (0 for drawn data) and the backend that computes it.
+/// What one trial's numbers depend on, hashed (FNV-1a over typed values, from the data model, not
+/// from JSON text): the grid point's spec fields that define numbers (forEachSpecField), the
+/// calibration rows the point draws (which depend on the whole scheme list), the scheme's paths
+/// (every part's kind and every option; not its name), the budget, the seed value, the imported
+/// data's hash for the point (0 for drawn data) and the backend that computes it.
 /// Unlike trialId it does not change when a seed, scheme or budget is added to the spec.
 std::uint64_t trialCacheKey(const ExperimentSpec& pointSpec, std::uint64_t pointDataHash, const SchemeConfig& scheme,
                             int budget, std::uint64_t seed, std::string_view backend);

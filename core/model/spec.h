@@ -134,6 +134,43 @@ struct ExperimentSpec {
     std::string schemeField(int index) const;
 };
 
+/// Roles of a spec field for a trial's identity (core/experiment/trial_cache.h).
+struct DefinesNumbers {}; ///< changes what a trial computes
+struct ArrangesTrials {}; ///< changes only which trials run, or how they are named, compared or scheduled
+
+/// Calls visit(name, role, field) for every field of an ExperimentSpec, in declaration order, role
+/// DefinesNumbers or ArrangesTrials. The trial cache key hashes the DefinesNumbers fields; the
+/// scheme list arranges trials (the key takes the trial's scheme itself) but also decides whether
+/// calibration rows are drawn, which the key adds. tst_experiment changes each field in turn and
+/// checks that the key follows exactly these roles, and fails when ExperimentSpec grows a field
+/// that is not listed here.
+template <class Spec, class Visit>
+void forEachSpecField(Spec& s, Visit&& visit)
+{
+    visit("name", ArrangesTrials{}, s.name);
+    visit("regime", DefinesNumbers{}, s.regime);
+    visit("regime_params", DefinesNumbers{}, s.regimeParams);
+    visit("d", DefinesNumbers{}, s.d);
+    visit("tokens", DefinesNumbers{}, s.tokens);
+    visit("queries", DefinesNumbers{}, s.queries);
+    visit("calibration_tokens", DefinesNumbers{}, s.calibrationTokens);
+    visit("score_scale", DefinesNumbers{}, s.scoreScale);
+    visit("schemes", ArrangesTrials{}, s.schemes);
+    visit("budgets", ArrangesTrials{}, s.budgets);
+    visit("seeds.first", ArrangesTrials{}, s.firstSeed);
+    visit("seeds.count", ArrangesTrials{}, s.seedCount);
+    visit("rng", DefinesNumbers{}, s.engine);
+    visit("backend", ArrangesTrials{}, s.backend);
+    visit("fallback", ArrangesTrials{}, s.fallback);
+    visit("device", ArrangesTrials{}, s.device);
+    visit("metrics.top_k", DefinesNumbers{}, s.metrics.topK);
+    visit("metrics.sample_cap", DefinesNumbers{}, s.metrics.sampleCap);
+    visit("comparisons", ArrangesTrials{}, s.comparisons);
+    visit("memory_limit_mb", ArrangesTrials{}, s.memoryLimitMb);
+    visit("sweep", ArrangesTrials{}, s.sweep);
+    visit("scheme_origins", ArrangesTrials{}, s.schemeOrigins);
+}
+
 /// The default experiment (issue #3): gaussian, d = 128, N = 1024, Q = 64, KV, KQV, QKQV,
 /// budgets 2, 3, 4, 8 seeds.
 ExperimentSpec defaultSpec();

@@ -6,6 +6,7 @@
 #include "common/approx.h"
 #include "common/trials.h"
 #include "core/experiment/trial_cache.h"
+#include "core/quant/codec_parts.h"
 
 #include <QTest>
 
@@ -289,6 +290,10 @@ private slots:
 
     void cacheKeysFollowWhatDefinesTheNumbers()
     {
+        // The key comes from the data model: every field of the spec, changed alone, changes the key
+        // exactly when forEachSpecField says it defines the numbers. A field added to ExperimentSpec
+        // (its size changes) must be listed there with its role, or this test fails.
+        static_assert(sizeof(ExperimentSpec) == 392, "ExperimentSpec changed: list the field in forEachSpecField");
         const ExperimentSpec spec = makeSpec(R"({"d": 16, "tokens": 32, "queries": 4, "schemes": ["KV", "KQV"]})");
         const SchemeConfig& kqv = spec.schemes[1];
         const auto key = [&](const ExperimentSpec& s, const SchemeConfig& scheme, int budget = 3, std::uint64_t seed = 5,
@@ -296,37 +301,122 @@ private slots:
             return trialCacheKey(s, data, scheme, budget, seed, backend);
         };
         const std::uint64_t k0 = key(spec, kqv);
-        ExperimentSpec arranged = spec; // what only arranges trials leaves the key alone
-        arranged.name = "other";
-        arranged.seedCount = 40;
-        arranged.budgets = {2, 3, 4, 5};
-        arranged.memoryLimitMb = 100.0;
-        arranged.comparisons.bootstrap = 99;
-        QCOMPARE(key(arranged, kqv), k0);
-        SchemeConfig renamed = kqv;
-        renamed.name = "TQ-KQV";
-        renamed.builtin = false;
-        QCOMPARE(key(spec, renamed), k0);
-        // What defines the numbers changes it.
+        struct Change {
+            void operator()(std::string& v) const { v += "x"; }
+            void operator()(int& v) const { v += 1; }
+            void operator()(double& v) const { v += 0.5; }
+            void operator()(std::uint64_t& v) const { v += 1; }
+            void operator()(EngineKind& v) const { v = v == EngineKind::Pcg64 ? EngineKind::Mt19937_64 : EngineKind::Pcg64; }
+            void operator()(BackendKind& v) const { v = v == BackendKind::Cpu ? BackendKind::OpenCl : BackendKind::Cpu; }
+            void operator()(RegimeParams& v) const
+            {
+                if (v.empty()) {
+                    v["scale"] = 2.0;
+                    return;
+                }
+                auto& first = v.begin()->second;
+                if (auto* d = std::get_if<double>(&first))
+                    *d += 1.0;
+                else
+                    std::get<std::string>(first) += "x";
+            }
+            void operator()(std::vector<SchemeConfig>& v) const { v.push_back(*findScheme("KIVI")); } // uncalibrated
+            void operator()(std::vector<int>& v) const { v.push_back(7); }
+            void operator()(ComparisonOptions& v) const { v.bootstrap += 1; }
+            void operator()(std::vector<SweepAxis>& v) const { v.push_back(SweepAxis{SweepParameter::D, {}, {8, 16}}); }
+            void operator()(ExperimentSpec::SchemeOrigins& v) const { v.fields.push_back("schemes[9]"); }
+        };
+        int fields = 0;
+        ExperimentSpec probe = spec;
+        forEachSpecField(probe, [&](const char* name, auto role, auto&) {
+            const int index = fields++;
+            ExperimentSpec edited = spec;
+            int at = 0;
+            forEachSpecField(edited, [&](const char*, auto, auto& field) {
+                if (at++ == index)
+                    Change{}(field);
+            });
+            QVERIFY2(!(edited == spec) || std::string(name) == "scheme_origins", name); // the change took
+            const bool defines = std::is_same_v<decltype(role), DefinesNumbers>;
+            QVERIFY2((key(edited, kqv) != k0) == defines, qPrintable(QStringLiteral("%1 %2 the key")
+                                                                          .arg(name, defines ? "must change" : "must not change")));
+        });
+        QCOMPARE(fields, 22);
+        // The trial's own coordinates change it; the scheme's name does not (its composition does).
         QVERIFY(key(spec, kqv, 4) != k0);
         QVERIFY(key(spec, kqv, 3, 6) != k0);
         QVERIFY(key(spec, kqv, 3, 5, 1) != k0);
         QVERIFY(key(spec, kqv, 3, 5, 0, "opencl: pocl") != k0);
         QVERIFY(key(spec, spec.schemes[0]) != k0);
-        for (auto edit : {+[](ExperimentSpec& s) { s.d = 32; }, +[](ExperimentSpec& s) { s.tokens = 33; },
-                          +[](ExperimentSpec& s) { s.queries = 5; }, +[](ExperimentSpec& s) { s.scoreScale = 1.5; },
-                          +[](ExperimentSpec& s) { s.engine = EngineKind::Pcg64; },
-                          +[](ExperimentSpec& s) { s.metrics.topK = 3; },
-                          +[](ExperimentSpec& s) {
-                              s.regime = "heavy_tail";
-                              s.regimeParams = findRegime("heavy_tail")->defaults();
-                          },
-                          // a calibrated scheme in the run draws calibration rows for every trial
-                          +[](ExperimentSpec& s) { s.schemes.push_back(*findScheme("SQ-KV")); }}) {
-            ExperimentSpec edited = spec;
-            edit(edited);
-            QVERIFY(key(edited, kqv) != k0);
+        SchemeConfig renamed = kqv;
+        renamed.name = "TQ-KQV";
+        renamed.builtin = false;
+        renamed.description = "another description";
+        QCOMPARE(key(spec, renamed), k0);
+        // A calibrated scheme in the run draws calibration rows for every trial.
+        ExperimentSpec calibrated = spec;
+        calibrated.schemes.push_back(*findScheme("SQ-KV"));
+        QVERIFY(key(calibrated, kqv) != k0);
+    }
+
+    void cacheKeysFollowEveryCodecOption()
+    {
+        // Every option of every registered part, changed alone, changes the key; so do each field of
+        // a path (transforms, quantizer, residuals, token policy, bits). A field added to PathConfig
+        // or CodecPart (their sizes change) must be hashed in trial_cache.cpp, or this test fails.
+        static_assert(sizeof(PathConfig) == 216 && sizeof(CodecPart) == 80, "PathConfig changed: hash the field");
+        const ExperimentSpec spec = makeSpec(R"({"d": 64, "tokens": 32, "queries": 4, "schemes": ["KV"]})");
+        const auto key = [&](const PathConfig& path) {
+            return trialCacheKey(spec, 0, SchemeConfig{"s", "", path, path, false}, 3, 5, "cpu");
+        };
+        int options = 0;
+        for (const PartKind& kind : partKinds()) {
+            CodecPart part(kind.name);
+            QVERIFY(normalizePart(part, kind.role, "p"));
+            auto place = [&](const CodecPart& p) {
+                PathConfig path = findScheme("KV")->key;
+                switch (kind.role) {
+                case PartRole::Transform: path.transforms = {p}; break;
+                case PartRole::Quantizer: path.quantizer = p; break;
+                case PartRole::Residual: path.residuals = {p}; break;
+                case PartRole::TokenPolicy: path.tokenPolicy = p; break;
+                }
+                return path;
+            };
+            const std::uint64_t base = key(place(part));
+            for (const OptionDesc& o : kind.options) {
+                CodecPart changed = part;
+                OptionValue& v = changed.options.at(o.name);
+                if (o.type == OptionDesc::Type::Choice)
+                    v = std::get<std::string>(v) == o.choices.front() ? o.choices.back() : o.choices.front();
+                else
+                    v = std::get<double>(v) == o.lo ? o.hi : o.lo;
+                QVERIFY2(!(changed == part), qPrintable(QString::fromStdString(kind.name + "." + o.name)));
+                QVERIFY2(key(place(changed)) != base, qPrintable(QString::fromStdString(kind.name + "." + o.name)));
+                ++options;
+            }
         }
+        QVERIFY(options >= 21); // 21 when written: uniform 4, lloyd 2, spectral 4, kvquant 2, ggml 1, qjl 4, headq 3, a2 1
+        PathConfig path = findScheme("TQ-QKV")->key;
+        const std::uint64_t base = key(path);
+        PathConfig edited = path;
+        edited.transforms.push_back(CodecPart("channel_norm"));
+        QVERIFY(key(edited) != base);
+        edited = path;
+        edited.quantizer.kind = "kvquant";
+        QVERIFY(key(edited) != base);
+        edited = path;
+        edited.residuals.clear();
+        QVERIFY(key(edited) != base);
+        edited = path;
+        edited.tokenPolicy = CodecPart("a2", {{"group", 32.0}});
+        QVERIFY(key(edited) != base);
+        edited = path;
+        edited.bits = BitsRule{false, edited.bits.value};
+        QVERIFY(key(edited) != base);
+        edited = path;
+        edited.bits.value -= 1;
+        QVERIFY(key(edited) != base);
     }
 
     void cacheEvictsTheLeastRecentlyUsedWithinItsLimit()
