@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Trial scheduling: groups of trials sharing one draw run on worker threads; results land in walk order.
+// Trial scheduling in four stages (plan, draw inputs, compute, collect): groups of trials sharing one
+// draw run on worker threads in GridShape's draw order; results land in walk order.
 #include "core/experiment/runner.h"
 
 #include "core/stats/energy.h"
@@ -152,187 +153,242 @@ void setResidentInputLimit(double bytes)
     g_residentInputLimit.store(bytes);
 }
 
-Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress,
-                                const TrialFilter& filter, TrialCache* cache)
-{
-    const auto start = std::chrono::steady_clock::now();
-    retainFreedMemory();
-    const int seeds = spec.seedCount;
-    const int points = spec.pointCount();
+namespace {
+
+/// Plan: the grid, the chosen trials and draw groups (with a filter), the threads, and the memory
+/// check, all before any data is read or drawn.
+struct RunPlan {
     std::vector<ExperimentSpec> pointSpecs;
-    pointSpecs.reserve(static_cast<std::size_t>(points));
+    GridShape grid;
+    bool all = true;                  ///< no filter: every trial
+    std::vector<long long> chosen;    ///< with a filter: chosen walk indices, ascending
+    std::vector<long long> groups;    ///< with a filter: draw groups (point * seeds + seed) needed, ascending
+    std::vector<long long> chosenPerPoint;
+    long long groupCount = 0;
+    long long total = 0;              ///< trials the run computes or reuses
+    int threads = 1;
+    const Regime* fixedRegime = nullptr; ///< a seed-independent (imported) regime, read once per point
+    bool resident = true;             ///< its inputs are held for the whole run
+
+    /// The draw group's (point, seed) of draw-group number `next`.
+    TrialSlot group(long long next) const
+    {
+        const long long g = all ? next : groups[static_cast<std::size_t>(next)];
+        return grid.fromDrawIndex(g * grid.budgets * grid.schemes);
+    }
+    /// Where a trial lands among the results: its walk index, or its rank among the chosen (-1: not chosen).
+    long long position(long long walkIndex) const
+    {
+        if (all)
+            return walkIndex;
+        const auto it = std::lower_bound(chosen.begin(), chosen.end(), walkIndex);
+        return it != chosen.end() && *it == walkIndex ? static_cast<long long>(it - chosen.begin()) : -1;
+    }
+};
+
+Error overLimit(const MemoryEstimate& e, int inFlight, double limit)
+{
+    return Error{"memory_limit_mb", "this run needs about " + megabytes(e.totalBytes()) + " (" + std::to_string(inFlight)
+                                        + " trial groups in flight of " + megabytes(e.perGroupBytes) + " each, plus "
+                                        + megabytes(e.resultBytes) + " of results and inputs and "
+                                        + megabytes(e.analysisBytes) + " for the comparisons after the trials), above "
+                                        "the limit of " + megabytes(limit)
+                                        + "; reduce d, tokens, queries, seeds or schemes"};
+}
+
+/// Returns the plan, nothing (cancelled while sizing inputs), or the reason the run is refused.
+Result<std::optional<RunPlan>> planRun(const ExperimentSpec& spec, const ComputeBackend& backend, Progress* progress,
+                                       const TrialFilter& filter)
+{
+    RunPlan plan;
+    plan.grid = GridShape(spec);
+    const GridShape& grid = plan.grid;
+    const int points = static_cast<int>(grid.points);
+    plan.pointSpecs.reserve(static_cast<std::size_t>(points));
     for (int p = 0; p < points; ++p)
-        pointSpecs.push_back(spec.pointSpec(p));
-    const int budgetCount = static_cast<int>(pointSpecs.front().budgets.size());
-    const int schemeCount = static_cast<int>(spec.schemes.size());
-    const GridShape grid(spec);
-    auto slot = [&](int point, int budgetIndex, int schemeIndex, int seedIndex) {
-        return grid.walkIndex(TrialSlot{point, budgetIndex, schemeIndex, seedIndex});
-    };
+        plan.pointSpecs.push_back(spec.pointSpec(p));
 
     const double limit = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb * 1e6 : 0.5 * physicalMemoryBytes();
-    auto overLimit = [&](const MemoryEstimate& e, int inFlight) {
-        return Error{"memory_limit_mb", "this run needs about " + megabytes(e.totalBytes()) + " ("
-                                            + std::to_string(inFlight) + " trial groups in flight of "
-                                            + megabytes(e.perGroupBytes) + " each, plus " + megabytes(e.resultBytes)
-                                            + " of results and inputs and " + megabytes(e.analysisBytes)
-                                            + " for the comparisons after the trials), above the limit of "
-                                            + megabytes(limit) + "; reduce d, tokens, queries, seeds or schemes"};
-    };
-    if (filter) {
+    plan.all = !filter;
+    if (!plan.all) {
         // From counts alone, before the chosen trials are listed: a shard of a 1e10-trial spec is
         // refused here instead of failing to allocate its list (16 bytes a chosen trial).
         MemoryEstimate bound = estimateMemory(spec, std::max(1, backend.concurrency()));
         const double share = std::clamp(filter.fraction, 0.0, 1.0);
         bound.resultBytes = bound.resultBytes * share + 16.0 * share * static_cast<double>(spec.trialCount());
         if (limit > 0.0 && bound.totalBytes() > limit)
-            return overLimit(bound, bound.concurrency);
+            return overLimit(bound, bound.concurrency, limit);
+        // The chosen slots in walk order and the draw groups they need: memory proportional to them.
+        plan.chosenPerPoint.assign(static_cast<std::size_t>(points), 0);
+        for (long long i = 0; i < grid.total(); ++i) {
+            const TrialSlot t = grid.fromWalkIndex(i);
+            if (!filter(t))
+                continue;
+            plan.chosen.push_back(i);
+            plan.groups.push_back(static_cast<long long>(t.point) * grid.seeds + t.seedIndex);
+            ++plan.chosenPerPoint[static_cast<std::size_t>(t.point)];
+        }
+        std::sort(plan.groups.begin(), plan.groups.end());
+        plan.groups.erase(std::unique(plan.groups.begin(), plan.groups.end()), plan.groups.end());
     }
+    plan.groupCount = plan.all ? grid.points * grid.seeds : static_cast<long long>(plan.groups.size());
+    plan.total = plan.all ? spec.trialCount() : static_cast<long long>(plan.chosen.size());
+    plan.threads = static_cast<int>(std::max<long long>(1, std::min<long long>(backend.concurrency(), plan.groupCount)));
 
-    // With a filter: the chosen slots (ascending walk index), and the groups that need a draw.
-    // Memory stays proportional to the chosen trials, not to the whole grid.
-    const bool all = !filter;
-    std::vector<long long> chosen;
-    std::vector<long long> groups; // g = point * seeds + seedIndex, ascending; empty when `all`
-    std::vector<long long> chosenPerPoint(static_cast<std::size_t>(points), 0);
-    if (!all) {
-        for (int p = 0; p < points; ++p)
-            for (int b = 0; b < budgetCount; ++b)
-                for (int s = 0; s < schemeCount; ++s)
-                    for (int k = 0; k < seeds; ++k)
-                        if (filter(TrialSlot{p, b, s, k})) {
-                            chosen.push_back(slot(p, b, s, k));
-                            groups.push_back(static_cast<long long>(p) * seeds + k);
-                            ++chosenPerPoint[static_cast<std::size_t>(p)];
-                        }
-        std::sort(groups.begin(), groups.end());
-        groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-    }
-    const long long groupCount = all ? static_cast<long long>(points) * seeds : static_cast<long long>(groups.size());
-    const int threads = static_cast<int>(std::max<long long>(1, std::min<long long>(backend.concurrency(), groupCount)));
-
-    MemoryEstimate estimate = estimateMemory(spec, threads);
-    if (!all) {
+    MemoryEstimate estimate = estimateMemory(spec, plan.threads);
+    if (!plan.all) {
         // Only the chosen trials' results are kept.
         estimate.resultBytes = 0.0;
         for (int p = 0; p < points; ++p) {
-            const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
-            estimate.resultBytes += estimatePoint(ps, threads).resultBytes
-                                    * static_cast<double>(chosenPerPoint[static_cast<std::size_t>(p)])
+            const ExperimentSpec& ps = plan.pointSpecs[static_cast<std::size_t>(p)];
+            estimate.resultBytes += estimatePoint(ps, plan.threads).resultBytes
+                                    * static_cast<double>(plan.chosenPerPoint[static_cast<std::size_t>(p)])
                                     / static_cast<double>(std::max<long long>(1, ps.trialCount()));
         }
     }
     // Imported inputs: resident for the whole run when they fit residentInputLimit(), else per point.
-    const Regime* fixedRegime = findRegime(spec.regime);
-    if (fixedRegime && !fixedRegime->seedIndependent())
-        fixedRegime = nullptr;
+    plan.fixedRegime = findRegime(spec.regime);
+    if (plan.fixedRegime && !plan.fixedRegime->seedIndependent())
+        plan.fixedRegime = nullptr;
     double inputSum = 0.0, inputMax = 0.0;
-    auto cancelledEarly = [&] {
-        ResultSet cancelled;
-        cancelled.spec = spec;
-        cancelled.schemes = spec.schemes;
-        cancelled.cancelled = true;
-        return cancelled;
-    };
-    if (fixedRegime)
+    if (plan.fixedRegime)
         for (int p = 0; p < points; ++p) {
             if (progress && p % 256 == 255 && progress->cancelled())
-                return cancelledEarly();
-            const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
-            const double b = fixedRegime->inputBytes(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries,
-                                                                                 ps.calibrationRows()});
+                return std::optional<RunPlan>{};
+            const ExperimentSpec& ps = plan.pointSpecs[static_cast<std::size_t>(p)];
+            const double b = plan.fixedRegime->inputBytes(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries,
+                                                                                      ps.calibrationRows()});
             inputSum += b;
             inputMax = std::max(inputMax, b);
         }
-    const bool resident = inputSum <= residentInputLimit();
-    if (!resident && all) // estimateMemory counted every point's inputs as held for the run
-        estimate.resultBytes += static_cast<double>(threads) * inputMax - inputSum;
+    plan.resident = inputSum <= residentInputLimit();
+    if (!plan.resident && plan.all) // estimateMemory counted every point's inputs as held for the run
+        estimate.resultBytes += static_cast<double>(plan.threads) * inputMax - inputSum;
     if (limit > 0.0 && estimate.totalBytes() > limit)
-        return overLimit(estimate, threads);
+        return overLimit(estimate, plan.threads, limit);
+    return std::optional<RunPlan>(std::move(plan));
+}
 
-    // Seed-independent (imported) data: read once per grid point, now. Every point is read and
-    // hashed (so every shard computes the same hash); only needed ones are kept, and only when resident.
-    std::vector<std::shared_ptr<const Dataset>> fixedData(static_cast<std::size_t>(points));
-    std::vector<std::uint64_t> pointDataHashes(static_cast<std::size_t>(points), 0);
-    std::vector<std::uint64_t> pointScoredHashes(static_cast<std::size_t>(points), 0);
-    std::unique_ptr<LazyPoint[]> lazy;
-    std::uint64_t dataHash = 0;
-    auto readPoint = [&](int p) {
-        const ExperimentSpec& ps = pointSpecs[static_cast<std::size_t>(p)];
-        return fixedRegime->generate(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries, ps.calibrationRows()},
-                                     ps.engine, ps.seed(0));
-    };
-    if (fixedRegime) {
+/// Draw (the inputs' side): a seed-independent regime's data, read once per grid point before any
+/// trial runs and hashed (so every shard computes the same hash); held for the run when resident,
+/// else read again per point while its trials run and checked against the first read's hash.
+class PointInputs {
+public:
+    PointInputs(const ExperimentSpec& spec, const RunPlan& plan) : m_spec(spec), m_plan(plan) {}
+
+    /// Reads every point; false when cancelled.
+    Result<bool> readAll(Progress* progress)
+    {
+        const int points = static_cast<int>(m_plan.grid.points);
+        pointDataHashes.assign(static_cast<std::size_t>(points), 0);
+        pointScoredHashes.assign(static_cast<std::size_t>(points), 0);
+        if (!m_plan.fixedRegime)
+            return true;
+        m_fixed.resize(static_cast<std::size_t>(points));
         dataHash = kFnvOffsetBasis;
         for (int p = 0; p < points; ++p) {
             if (progress && p % 16 == 15 && progress->cancelled())
-                return cancelledEarly();
-            auto data = readPoint(p);
+                return false;
+            auto data = read(p);
             if (!data)
                 return data.error();
             dataHash = hashDataset(*data, dataHash);
             pointDataHashes[static_cast<std::size_t>(p)] = hashDataset(*data, kFnvOffsetBasis);
             pointScoredHashes[static_cast<std::size_t>(p)] = hashScored(*data);
-            if (resident && (all || chosenPerPoint[static_cast<std::size_t>(p)] > 0))
-                fixedData[static_cast<std::size_t>(p)] = std::make_shared<const Dataset>(std::move(data).value());
+            if (m_plan.resident && (m_plan.all || m_plan.chosenPerPoint[static_cast<std::size_t>(p)] > 0))
+                m_fixed[static_cast<std::size_t>(p)] = std::make_shared<const Dataset>(std::move(data).value());
         }
-        if (!resident) {
-            lazy = std::make_unique<LazyPoint[]>(static_cast<std::size_t>(points));
+        if (!m_plan.resident) {
+            m_lazy = std::make_unique<LazyPoint[]>(static_cast<std::size_t>(points));
             for (int p = 0; p < points; ++p)
-                lazy[static_cast<std::size_t>(p)].remainingGroups = all ? seeds : 0;
-            if (!all)
-                for (const long long g : groups)
-                    ++lazy[static_cast<std::size_t>(g / seeds)].remainingGroups;
+                m_lazy[static_cast<std::size_t>(p)].remainingGroups = m_plan.all ? m_plan.grid.seeds : 0;
+            if (!m_plan.all)
+                for (const long long g : m_plan.groups)
+                    ++m_lazy[static_cast<std::size_t>(g / m_plan.grid.seeds)].remainingGroups;
         }
         io::faultPoint("inputs-read"); // tests replace the file here: the run must not see it
+        return true;
     }
-    // The data of a point for a draw: the resident copy, or (lazy) read and checked against its hash.
-    auto acquire = [&](int p) -> Result<std::shared_ptr<const Dataset>> {
-        if (!lazy)
-            return fixedData[static_cast<std::size_t>(p)];
-        LazyPoint& lp = lazy[static_cast<std::size_t>(p)];
+
+    /// The data of a point for a draw (null for drawn regimes): the resident copy, or read and checked.
+    Result<std::shared_ptr<const Dataset>> acquire(int p)
+    {
+        if (!m_plan.fixedRegime)
+            return std::shared_ptr<const Dataset>{};
+        if (!m_lazy)
+            return m_fixed[static_cast<std::size_t>(p)];
+        LazyPoint& lp = m_lazy[static_cast<std::size_t>(p)];
         const std::lock_guard lock(lp.mutex);
         if (!lp.data) {
-            auto data = readPoint(p);
+            auto data = read(p);
             if (!data)
                 return data.error();
             if (hashDataset(*data, kFnvOffsetBasis) != pointDataHashes[static_cast<std::size_t>(p)])
-                return Error{"regime.file", "the input of grid point " + std::to_string(p) + " ("
-                                                + spec.pointLabel(p) + ") changed while the run read it; nothing of "
-                                                "the changed file was used; rerun on a file that stays put"};
+                return Error{"regime.file", "the input of grid point " + std::to_string(p) + " (" + m_spec.pointLabel(p)
+                                                + ") changed while the run read it; nothing of the changed file was "
+                                                  "used; rerun on a file that stays put"};
             lp.data = std::make_shared<const Dataset>(std::move(data).value());
         }
         return lp.data;
-    };
-    auto release = [&](int p) {
-        if (!lazy)
+    }
+
+    /// A draw group of point p is done with its data.
+    void release(int p)
+    {
+        if (!m_lazy)
             return;
-        LazyPoint& lp = lazy[static_cast<std::size_t>(p)];
+        LazyPoint& lp = m_lazy[static_cast<std::size_t>(p)];
         const std::lock_guard lock(lp.mutex);
         if (--lp.remainingGroups <= 0)
             lp.data.reset();
-    };
+    }
 
-    const long long total = all ? spec.trialCount() : static_cast<long long>(chosen.size());
-    // Where a trial lands in `slots`: its walk index, or its rank among the chosen ones (-1: not chosen).
-    auto position = [&](long long walkIndex) -> long long {
-        if (all)
-            return walkIndex;
-        const auto it = std::lower_bound(chosen.begin(), chosen.end(), walkIndex);
-        return it != chosen.end() && *it == walkIndex ? static_cast<long long>(it - chosen.begin()) : -1;
-    };
+    std::uint64_t dataHash = 0;
+    std::vector<std::uint64_t> pointDataHashes, pointScoredHashes;
 
-    std::vector<TrialResult> slots(static_cast<std::size_t>(total));
-    std::vector<char> filled(static_cast<std::size_t>(total), 0);
-    std::mutex mutex; // guards progress calls, the done and reused counters and the first error
-    long long done = 0;
-    long long reused = 0;
+private:
+    Result<Dataset> read(int p) const
+    {
+        const ExperimentSpec& ps = m_plan.pointSpecs[static_cast<std::size_t>(p)];
+        return m_plan.fixedRegime->generate(ps.regimeParams, DataShape{ps.d, ps.tokens, ps.queries, ps.calibrationRows()},
+                                            ps.engine, ps.seed(0));
+    }
+
+    const ExperimentSpec& m_spec;
+    const RunPlan& m_plan;
+    std::vector<std::shared_ptr<const Dataset>> m_fixed;
+    std::unique_ptr<LazyPoint[]> m_lazy;
+};
+
+/// What compute leaves for collect: the trials in their result positions.
+struct Computed {
+    std::vector<TrialResult> slots;
+    std::vector<char> filled;
+    long long done = 0, reused = 0;
+    std::string regimeNote;
+    std::optional<Error> failure;
+};
+
+/// Compute: worker threads take draw groups (point, seed) in GridShape's draw order; a group's data
+/// set is drawn once, only when one of its trials is not in the cache, and its trials run in draw
+/// order (budget, scheme). Results land at their walk positions.
+Computed computeTrials(const RunPlan& plan, PointInputs& inputs, ComputeBackend& backend, Progress* progress,
+                       TrialCache* cache)
+{
+    const GridShape& grid = plan.grid;
+    Computed out;
+    out.slots.resize(static_cast<std::size_t>(plan.total));
+    out.filled.assign(static_cast<std::size_t>(plan.total), 0);
+    std::mutex mutex; // guards progress calls, the counters, the note and the first failure
     const std::string backendName = backend.name();
     std::atomic<long long> nextGroup{0};
     std::atomic<bool> stop{false};
-    std::optional<Error> failure;
-    std::string regimeNote;
-
+    auto fail = [&](Error e) {
+        const std::lock_guard lock(mutex);
+        if (!out.failure)
+            out.failure = std::move(e);
+        stop.store(true);
+    };
     auto isCancelled = [&] {
         if (stop.load())
             return true;
@@ -345,126 +401,153 @@ Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& back
         }
         return false;
     };
+    const long long trialsPerGroup = grid.budgets * grid.schemes;
 
     auto worker = [&] {
         try {
             for (;;) {
                 const long long next = nextGroup.fetch_add(1);
-                if (next >= groupCount || isCancelled())
+                if (next >= plan.groupCount || isCancelled())
                     return;
-                const long long g = all ? next : groups[static_cast<std::size_t>(next)];
-                const int point = static_cast<int>(g / seeds);
-                const int seedIndex = static_cast<int>(g % seeds);
-                const ExperimentSpec& pointSpec = pointSpecs[static_cast<std::size_t>(point)];
-                // The draw is made only when a trial of the group is not in the cache.
-                std::optional<TrialGroup> group;
+                const TrialSlot first = plan.group(next);
+                const int point = first.point, seedIndex = first.seedIndex;
+                const ExperimentSpec& pointSpec = plan.pointSpecs[static_cast<std::size_t>(point)];
+                const long long firstDraw = grid.drawIndex(first);
                 struct Released {
-                    std::function<void()> f;
-                    ~Released() { f(); }
-                } released{[&] { release(point); }};
+                    PointInputs& inputs;
+                    int point;
+                    ~Released() { inputs.release(point); }
+                } released{inputs, point};
+                std::optional<TrialGroup> group; // drawn only when a trial of the group is not cached
                 auto prepare = [&]() -> bool {
                     if (group)
                         return true;
-                    Result<std::shared_ptr<const Dataset>> fixed = std::shared_ptr<const Dataset>{};
-                    if (fixedRegime)
-                        fixed = acquire(point);
-                    Result<TrialGroup> prepared = fixed ? prepareTrialGroup(pointSpec, point, seedIndex, backend,
-                                                                            fixed->get())
+                    auto fixed = inputs.acquire(point);
+                    Result<TrialGroup> prepared = fixed ? prepareTrialGroup(pointSpec, point, seedIndex, backend, fixed->get())
                                                         : Result<TrialGroup>(fixed.error());
                     if (!prepared) {
-                        const std::lock_guard lock(mutex);
-                        if (!failure)
-                            failure = prepared.error();
-                        stop.store(true);
+                        fail(prepared.error());
                         return false;
                     }
                     group = std::move(prepared).value();
                     if (point == 0 && seedIndex == 0) {
                         const std::lock_guard lock(mutex);
-                        regimeNote = group->data.note;
+                        out.regimeNote = group->data.note;
                     }
                     return true;
                 };
                 const std::uint64_t seedValue = pointSpec.seed(seedIndex);
-                for (int b = 0; b < budgetCount; ++b) {
-                    for (int s = 0; s < schemeCount; ++s) {
-                        const long long to = position(slot(point, b, s, seedIndex));
-                        if (to < 0)
-                            continue;
-                        if (isCancelled())
+                for (long long i = firstDraw; i < firstDraw + trialsPerGroup; ++i) {
+                    const TrialSlot t = grid.fromDrawIndex(i);
+                    const long long to = plan.position(grid.walkIndex(t));
+                    if (to < 0)
+                        continue;
+                    if (isCancelled())
+                        return;
+                    const int budget = pointSpec.budgets[static_cast<std::size_t>(t.budgetIndex)];
+                    const SchemeConfig& scheme = pointSpec.schemes[static_cast<std::size_t>(t.schemeIndex)];
+                    TrialResult trial;
+                    std::uint64_t cacheKey = 0;
+                    std::optional<TrialCache::Entry> hit;
+                    if (cache) {
+                        cacheKey = trialCacheKey(pointSpec, inputs.pointDataHashes[static_cast<std::size_t>(point)], scheme,
+                                                 budget, seedValue, backendName);
+                        hit = cache->find(cacheKey);
+                    }
+                    if (hit) {
+                        trial = std::move(hit->trial);
+                        trial.key = TrialKey{point, t.schemeIndex, budget, seedIndex, seedValue};
+                        if (point == 0 && seedIndex == 0) {
+                            const std::lock_guard lock(mutex);
+                            out.regimeNote = hit->regimeNote;
+                        }
+                    } else {
+                        if (!prepare())
                             return;
-                        const int budget = pointSpec.budgets[static_cast<std::size_t>(b)];
-                        TrialResult trial;
-                        std::uint64_t cacheKey = 0;
-                        std::optional<TrialCache::Entry> hit;
-                        if (cache) {
-                            cacheKey = trialCacheKey(pointSpec, pointDataHashes[static_cast<std::size_t>(point)],
-                                                     pointSpec.schemes[static_cast<std::size_t>(s)], budget, seedValue,
-                                                     backendName);
-                            hit = cache->find(cacheKey);
-                        }
-                        if (hit) {
-                            trial = std::move(hit->trial);
-                            trial.key = TrialKey{point, s, budget, seedIndex, seedValue};
-                            if (point == 0 && seedIndex == 0) {
-                                const std::lock_guard lock(mutex);
-                                regimeNote = hit->regimeNote;
-                            }
-                        } else {
-                            if (!prepare())
-                                return;
-                            trial = runTrial(pointSpec, *group, s, budget, backend);
-                            if (cache)
-                                cache->insert(cacheKey, trial, group->data.note);
-                        }
-                        const auto at = static_cast<std::size_t>(to);
-                        const std::lock_guard lock(mutex);
-                        slots[at] = std::move(trial);
-                        filled[at] = 1;
-                        ++done;
-                        if (hit)
-                            ++reused;
-                        if (progress) {
-                            progress->trialFinished(slots[at]);
-                            progress->report(done, total);
-                        }
+                        trial = runTrial(pointSpec, *group, t.schemeIndex, budget, backend);
+                        if (cache)
+                            cache->insert(cacheKey, trial, group->data.note);
+                    }
+                    const auto at = static_cast<std::size_t>(to);
+                    const std::lock_guard lock(mutex);
+                    out.slots[at] = std::move(trial);
+                    out.filled[at] = 1;
+                    ++out.done;
+                    if (hit)
+                        ++out.reused;
+                    if (progress) {
+                        progress->trialFinished(out.slots[at]);
+                        progress->report(out.done, plan.total);
                     }
                 }
             }
         } catch (const std::exception& e) {
-            const std::lock_guard lock(mutex);
-            if (!failure)
-                failure = Error{"run", std::string("the run failed: ") + e.what()};
-            stop.store(true);
+            fail(Error{"run", std::string("the run failed: ") + e.what()});
         }
     };
 
     std::vector<std::thread> pool;
-    for (int i = 1; i < threads; ++i)
+    for (int i = 1; i < plan.threads; ++i)
         pool.emplace_back(worker);
     worker();
     for (auto& t : pool)
         t.join();
+    return out;
+}
 
-    if (failure)
-        return *failure;
-
+/// Collect: the finished trials in walk order, with what the run read and where it computed.
+ResultSet collect(const ExperimentSpec& spec, const RunPlan& plan, PointInputs& inputs, Computed&& computed,
+                  const ComputeBackend& backend)
+{
     ResultSet result;
     result.spec = spec;
     result.schemes = spec.schemes;
-    result.totalTrials = total;
+    result.totalTrials = plan.total;
     result.backend = backend.name();
-    result.regimeNote = regimeNote;
-    result.dataHash = dataHash;
-    result.pointDataHashes = std::move(pointDataHashes);
-    if (fixedRegime)
-        result.pointScoredHashes = std::move(pointScoredHashes);
-    result.reusedTrials = reused;
-    result.cancelled = done < total;
-    result.trials.reserve(static_cast<std::size_t>(done));
-    for (std::size_t i = 0; i < slots.size(); ++i)
-        if (filled[i])
-            result.trials.push_back(std::move(slots[i]));
+    result.regimeNote = computed.regimeNote;
+    result.dataHash = inputs.dataHash;
+    result.pointDataHashes = std::move(inputs.pointDataHashes);
+    if (plan.fixedRegime)
+        result.pointScoredHashes = std::move(inputs.pointScoredHashes);
+    result.reusedTrials = computed.reused;
+    result.cancelled = computed.done < plan.total;
+    result.trials.reserve(static_cast<std::size_t>(computed.done));
+    for (std::size_t i = 0; i < computed.slots.size(); ++i)
+        if (computed.filled[i])
+            result.trials.push_back(std::move(computed.slots[i]));
+    return result;
+}
+
+} // namespace
+
+Result<ResultSet> runExperiment(const ExperimentSpec& spec, ComputeBackend& backend, Progress* progress,
+                                const TrialFilter& filter, TrialCache* cache)
+{
+    const auto start = std::chrono::steady_clock::now();
+    retainFreedMemory();
+    auto cancelledEarly = [&] {
+        ResultSet cancelled;
+        cancelled.spec = spec;
+        cancelled.schemes = spec.schemes;
+        cancelled.cancelled = true;
+        return cancelled;
+    };
+    auto planned = planRun(spec, backend, progress, filter);
+    if (!planned)
+        return planned.error();
+    if (!*planned)
+        return cancelledEarly();
+    const RunPlan& plan = **planned;
+    PointInputs inputs(spec, plan);
+    auto read = inputs.readAll(progress);
+    if (!read)
+        return read.error();
+    if (!*read)
+        return cancelledEarly();
+    Computed computed = computeTrials(plan, inputs, backend, progress, cache);
+    if (computed.failure)
+        return *computed.failure;
+    ResultSet result = collect(spec, plan, inputs, std::move(computed), backend);
     result.elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;
 }
