@@ -4,7 +4,7 @@
 
 #include "core/experiment/runner.h"
 #include "core/io/atomic_file.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "gpu/device.h"
 #include "gpu/opencl_backend.h"
 #include "gpu/program_cache.h"

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/experiment/backend.h"
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 #include <cstddef>
 #include <memory>

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/common/result.h"
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 namespace kvlens {
 struct ResultSet;

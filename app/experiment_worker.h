@@ -4,7 +4,7 @@
 
 #include "app/backend_factory.h"
 #include "core/experiment/trial_cache.h"
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 #include "widgets/validation_view.h"
 #include "widgets/view_data.h"
 

@@ -8,7 +8,7 @@
 #include "app/merge_command.h"
 #include "app/reproduce.h"
 #include "app/resources.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "gpu/device.h"
 
 #include <QApplication>

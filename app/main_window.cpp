@@ -8,7 +8,7 @@
 #include "widgets/model_map_view.h"
 #include "widgets/teaching_view.h"
 #include "core/io/atomic_file.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "widgets/control_panel.h"
 #include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"

@@ -2,7 +2,7 @@
 // The KVLens main window: control dock, plot views, progress and status, menus, worker thread.
 #pragma once
 
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 #include "widgets/figure_export.h"
 #include "widgets/job_tracker.h"
 #include "widgets/view_data.h"

@@ -5,7 +5,7 @@
 #include "app/batch.h"
 #include "app/interrupt.h"
 #include "core/experiment/shard.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/io/file_read.h"
 #include "core/io/staged_dir.h"
 

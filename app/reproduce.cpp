@@ -12,7 +12,7 @@
 #include "core/report/claims.h"
 #include "core/report/html_report.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/csv.h"
 #include "widgets/figure_export.h"

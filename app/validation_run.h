@@ -4,7 +4,7 @@
 
 #include "app/backend_factory.h"
 #include "core/common/result.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/experiment/runner.h"
 #include "core/analysis/validation.h"
 

@@ -8,7 +8,7 @@
 #include "core/analysis/proxies.h"
 #include "core/experiment/runner.h"
 #include "core/experiment/trial_cache.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/quant/norm_quantizer.h"
 #include "core/quant/path.h"
 #include "core/quant/qjl.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: experiment specs from arbitrary JSON text, and the write-then-read round trip of accepted ones.
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // The control dock: every field of an ExperimentSpec as a widget, regime parameters built from their descriptions.
 #pragma once
 
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 #include <QWidget>
 

@@ -2,7 +2,7 @@
 // File → Import tensors…: pick a .npy/.npz/.safetensors file, see its tensors, choose K, V, Q, a head and token ranges.
 #pragma once
 
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 #include <QDialog>
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/common/cancel.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/analysis/figures.h"
 #include "core/analysis/comparison.h"
 #include "core/analysis/proxies.h"

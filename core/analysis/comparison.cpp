@@ -2,7 +2,7 @@
 // Comparison table: pairs x budgets, paired bootstrap of the median-KL ratio, rank tests, KS, energy, Holm.
 #include "core/analysis/comparison.h"
 
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 #include "core/regimes/regime.h"
 
 #include "core/common/parallel.h"

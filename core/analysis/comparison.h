@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/common/cancel.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/stats/bootstrap.h"
 #include "core/stats/p_value.h"
 

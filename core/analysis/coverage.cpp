@@ -3,8 +3,8 @@
 #include "core/analysis/coverage.h"
 
 #include "core/io/json_text.h"
-#include "core/model/grid.h"
-#include "core/model/spec_json.h"
+#include "core/spec/grid.h"
+#include "core/spec/spec_json.h"
 
 #include <nlohmann/json.hpp>
 

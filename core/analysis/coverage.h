@@ -3,7 +3,7 @@
 // and the trials on which its schemes can be compared (the seeds they share).
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 // Everything the plot views draw, computed from a ResultSet off the GUI thread (bins, ECDFs, intervals, theory).
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/analysis/summary.h"
 
 #include <array>

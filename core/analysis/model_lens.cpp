@@ -4,7 +4,7 @@
 #include "core/analysis/model_lens.h"
 
 #include "core/io/csv.h"
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 #include "core/regimes/regime.h"
 
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/common/result.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <cstdint>
 #include <optional>

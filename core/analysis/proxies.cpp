@@ -2,7 +2,7 @@
 #include "core/analysis/proxies.h"
 
 #include "core/io/csv.h"
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 #include "core/stats/spearman.h"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // The proxy study (paper C): which cheap error measure ranks queries by the damage they see.
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <array>
 #include <string>

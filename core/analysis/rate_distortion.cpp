@@ -4,7 +4,7 @@
 
 #include "core/common/math_policy.h"
 #include "core/io/csv.h"
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 
 #include <boost/math/distributions/students_t.hpp>
 

@@ -3,7 +3,7 @@
 // seed-level interval, and the monotone lower envelope (the comparison at equal bits, issue 27).
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <limits>
 #include <string>

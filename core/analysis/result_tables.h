@@ -2,7 +2,7 @@
 // The CSV tables of a run: summary (per scheme and budget), trials (6D points), queries (per query).
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 #include "core/stats/total_order.h"
 #include "core/analysis/summary.h"
 
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // Reported statistics per (grid point, scheme, budget): KL quantiles, recall, 6D means, theory.
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <span>
 #include <vector>

@@ -4,7 +4,7 @@
 
 #include "core/common/result.h"
 #include "core/metrics/teaching.h"
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 namespace kvlens {
 

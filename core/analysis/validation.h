@@ -2,7 +2,7 @@
 // Paper B's validation: separate implementation differences from seed variance with KS tests.
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/stats/p_value.h"
 
 #include <functional>

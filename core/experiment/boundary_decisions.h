@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/common/types.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/quant/path.h"
 
 namespace kvlens {

@@ -4,7 +4,7 @@
 
 #include "core/experiment/shard.h"
 #include "core/io/file_read.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
 #include <algorithm>
 

@@ -5,8 +5,8 @@
 #include "core/common/cancel.h"
 #include "core/common/result.h"
 #include "core/experiment/backend.h"
-#include "core/model/grid.h"
-#include "core/model/result.h"
+#include "core/spec/grid.h"
+#include "core/spec/result.h"
 
 #include <atomic>
 #include <cstdint>

@@ -4,7 +4,7 @@
 
 #include "core/common/hash.h"
 #include "core/common/result.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/experiment/runner.h"
 
 #include <cstdint>

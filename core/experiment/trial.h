@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/experiment/backend.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/quant/spectral.h"
 #include "core/regimes/regime.h"
 

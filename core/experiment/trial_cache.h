@@ -2,7 +2,7 @@
 // Finished trials kept by what defines their numbers, so an edit recomputes only what changed.
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <cstdint>
 #include <list>

@@ -2,7 +2,7 @@
 // Verdict rules, formatting, the shared claim support, and the rotated key marginal.
 #include "core/report/claim_support.h"
 
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 #include "core/analysis/figures.h"
 #include "core/quant/wht.h"
 #include "core/regimes/regime.h"

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/analysis/figures.h"
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/report/claims.h"
 #include "core/stats/bootstrap.h"
 #include "core/stats/mann_whitney.h"

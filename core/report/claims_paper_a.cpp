@@ -10,7 +10,7 @@
 #include "core/quant/lloyd_max.h"
 #include "core/quant/qjl.h"
 
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 #include "core/analysis/figures.h"
 #include "core/quant/wht.h"
 #include "core/regimes/regime.h"

@@ -4,7 +4,7 @@
 
 #include "core/report/claim_support.h"
 
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 #include "core/analysis/figures.h"
 #include "core/quant/wht.h"
 #include "core/regimes/regime.h"

@@ -3,7 +3,7 @@
 // claims and checks tables. Strings in, strings out: the caller renders figures and writes files.
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 #include "core/report/claims.h"
 
 #include <map>

@@ -6,7 +6,7 @@
 #include "app/experiment_worker.h"
 #include "app/main_window.h"
 #include "app/resources.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "gpu/device.h"
 #include "widgets/control_panel.h"
 #include "widgets/model_map_view.h"

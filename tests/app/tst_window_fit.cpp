@@ -4,7 +4,7 @@
 // loading the preset with the longest scheme list never grow it.
 #include "app/main_window.h"
 #include "app/resources.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "widgets/control_panel.h"
 
 #include <QDoubleSpinBox>

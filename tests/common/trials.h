@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
 #include <QString>
 #include <QTest>

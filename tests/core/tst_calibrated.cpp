@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Paper C's model-visible schemes: HeadQ and its controls, the A^2 value policy, the proxy study.
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"
 #include "core/quant/token_policy.h"

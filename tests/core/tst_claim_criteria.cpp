@@ -2,7 +2,7 @@
 // Every claim's criterion can flip: on a hand-made result set the verdict is one value, on a
 // mutated copy (schemes renamed, a metric scaled, a trial value changed) it is another.
 #include "core/report/claims.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
 #include <QTest>
 

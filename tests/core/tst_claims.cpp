@@ -3,7 +3,7 @@
 #include "core/report/claims.h"
 #include "core/quant/lloyd_max.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "common/approx.h"
 
 #include <QTest>

@@ -3,8 +3,8 @@
 // llama.cpp's cache types through the engine are ggml's reference quantizers bit for bit; parts
 // describe and validate their options; an inline composition runs.
 #include "core/experiment/runner.h"
-#include "core/model/allocation.h"
-#include "core/model/spec_json.h"
+#include "core/spec/allocation.h"
+#include "core/spec/spec_json.h"
 #include "core/quant/codec_parts.h"
 #include "core/quant/ggml_blocks.h"
 #include "core/quant/path.h"

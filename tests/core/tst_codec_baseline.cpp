@@ -5,7 +5,7 @@
 // numeric column, relative tolerance 1e-5 (absolute 1e-9 near zero). Unit of replication: the trial.
 #include "core/analysis/result_tables.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
 #include <QTest>
 

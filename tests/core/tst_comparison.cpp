@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The comparison table on real runs: the headline KQV vs QKQV test, sign convention, Holm, pairs.
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/analysis/comparison.h"
 #include "core/stats/mann_whitney.h"
 #include "common/approx.h"

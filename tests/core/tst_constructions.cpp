@@ -2,7 +2,7 @@
 // Constructions that can show an effect: why an axis-aligned subspace defeats the Walsh-Hadamard
 // rotation (coherence with the Sylvester ordering), and the seeded permutation that removes it.
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/quant/path.h"
 #include "core/quant/qjl.h"
 #include "core/quant/scheme.h"

@@ -2,7 +2,7 @@
 // What a partial result holds: coverage of the grid, the seeds every scheme shares, and the exported spec's "partial" block.
 #include "core/analysis/coverage.h"
 #include "core/io/json_text.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
 #include <QTest>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The runner: determinism, cancellation, the memory guard, QJL's score-variance laws and paper A's orderings.
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/analysis/summary.h"
 #include "common/approx.h"
 #include "common/trials.h"

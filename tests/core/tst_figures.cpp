@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Figure data: seed intervals, KL ECDFs and log bins, recall intervals, the theory rows.
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/analysis/figures.h"
 #include "common/approx.h"
 

@@ -2,7 +2,7 @@
 // The imported regime: slices of the K/V/Q example in tests/data, every refusal by its field, specs with relative paths.
 #include "core/experiment/backend.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/regimes/imported.h"
 #include "core/experiment/trial_cache.h"
 

@@ -3,7 +3,7 @@
 // outlier_channels regime (their fraction an option), and that the whole pipeline runs it.
 #include "core/common/fp16.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/quant/codec_parts.h"
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"

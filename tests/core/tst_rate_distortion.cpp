@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Rate-distortion points on a hand-built result set: exact bits, seed-level t-intervals and the envelope, worked by hand.
 #include "core/analysis/rate_distortion.h"
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 #include "common/approx.h"
 
 #include <QTest>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Sharding: --shard parsing, trial ids, the partition of the catalog, trials.bin, manifests, the set check, the merge.
 #include "core/experiment/shard.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "common/trials.h"
 
 #include <QTest>

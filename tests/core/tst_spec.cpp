@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // ExperimentSpec validation (every field names itself) and the JSON round trip.
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "common/approx.h"
 
 #include <QTest>

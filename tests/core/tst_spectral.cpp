@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // SpectralQuant (paper B): d_eff estimators, water-filling, the plan's budget, and SQ against TQ.
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"
 #include "core/quant/spectral.h"

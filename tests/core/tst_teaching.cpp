@@ -2,7 +2,7 @@
 // The teaching chain: no noise is no damage, Jensen's exp(sigma^2/2), value noise averaging as N_eff^(-1/2).
 #include "core/analysis/teaching_pair.h"
 #include "core/metrics/teaching.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "common/approx.h"
 
 #include <QTest>

@@ -4,7 +4,7 @@
 // counts alone.
 #include "core/experiment/runner.h"
 #include "core/experiment/shard.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
 #include "core/io/staged_dir.h"

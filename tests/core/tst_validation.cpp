@@ -3,7 +3,7 @@
 #include "core/common/fp16.h"
 #include "core/experiment/boundary_decisions.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/analysis/validation.h"
 #include "common/approx.h"
 

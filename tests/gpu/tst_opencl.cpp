@@ -3,7 +3,7 @@
 // exists (PoCL in CI); skipped with a reason where no platform exists.
 #include "core/attention/attention.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "core/analysis/summary.h"
 #include "core/quant/norm_quantizer.h"
 #include "core/quant/path.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The control dock: widgets produce the expected spec; loading a spec is not an edit and round-trips exactly (seeds
 // beyond int, values finer than a control); regime widgets come from descriptions.
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "widgets/control_panel.h"
 
 #include <QCheckBox>

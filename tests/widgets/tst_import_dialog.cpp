@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // File → Import tensors…: header preview, K/V/Q picked by name, refusals shown with OK disabled, the spec it builds.
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 #include "core/regimes/regime.h"
 #include "widgets/import_dialog.h"
 

@@ -3,7 +3,7 @@
 #include "common/approx.h"
 #include "core/analysis/coverage.h"
 #include "core/experiment/runner.h"
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 #include "widgets/comparison_view.h"
 #include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/model/grid.h"
+#include "core/spec/grid.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // JSON mapping of specs with nlohmann::json, kept out of headers (compile time).
-#include "core/model/spec_json.h"
+#include "core/spec/spec_json.h"
 
-#include "core/model/allocation.h"
+#include "core/spec/allocation.h"
 
 #include "core/quant/scheme.h"
 #include "core/regimes/model_dump.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Spec defaults and validation.
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 #include "core/common/format.h"
 #include "core/io/json_text.h"

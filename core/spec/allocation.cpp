@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/model/allocation.h"
+#include "core/spec/allocation.h"
 
 #include "core/io/json_text.h"
 

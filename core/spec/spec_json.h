@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/common/result.h"
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 #include <string>
 #include <string_view>

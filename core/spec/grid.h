@@ -3,7 +3,7 @@
 // trials grouped by cell. Everything that walks, shards, merges or groups trials uses these.
 #pragma once
 
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 #include <vector>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Lookups on a ResultSet.
-#include "core/model/result.h"
+#include "core/spec/result.h"
 
 namespace kvlens {
 

@@ -2,7 +2,7 @@
 // What a run produces: per-trial 6D points, per-query metric arrays, capped per-vector samples.
 #pragma once
 
-#include "core/model/spec.h"
+#include "core/spec/spec.h"
 
 #include <array>
 #include <cstdint>
