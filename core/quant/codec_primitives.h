@@ -9,6 +9,7 @@
 #include "core/quant/norm_quantizer.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,11 @@ public:
     virtual ~DeviceMatrix() = default;
     virtual int rows() const = 0;
     virtual int cols() const = 0;
-    /// The host matrix itself when the backend keeps it in host memory (the CPU), else null.
+    /// The host matrix itself when the backend keeps and owns it in host memory (the CPU), else null.
     virtual RowMatrixXf* host() { return nullptr; }
+    /// Read access to rows in host memory (owned, or a view of the caller's rows), else nothing.
+    using HostRows = Eigen::Map<const RowMatrixXf, 0, Eigen::OuterStride<>>;
+    virtual std::optional<HostRows> hostRows() const { return std::nullopt; }
 };
 using Mat = std::shared_ptr<DeviceMatrix>;
 
@@ -53,6 +57,8 @@ public:
     virtual bool offers(Primitive p) const = 0;
 
     virtual Mat upload(const Eigen::Ref<const RowMatrixXf>& x) = 0;
+    /// x for reading only, valid while x lives: the CPU does not copy it; a device uploads it.
+    virtual Mat view(const Eigen::Ref<const RowMatrixXf>& x) { return upload(x); }
     virtual void download(const Mat& m, RowMatrixXf& out) = 0;
     virtual Mat copy(const Mat& m) = 0;
 

@@ -17,16 +17,44 @@ public:
     int rows() const override { return static_cast<int>(m_m.rows()); }
     int cols() const override { return static_cast<int>(m_m.cols()); }
     RowMatrixXf* host() override { return &m_m; }
+    std::optional<HostRows> hostRows() const override
+    {
+        return HostRows(m_m.data(), m_m.rows(), m_m.cols(), Eigen::OuterStride<>(m_m.cols()));
+    }
 
 private:
     RowMatrixXf m_m;
 };
 
+/// The caller's rows, read in place (the engine's input and queries: no copy on the CPU).
+class HostView final : public DeviceMatrix {
+public:
+    explicit HostView(const Eigen::Ref<const RowMatrixXf>& x)
+        : m_rows(x.data(), x.rows(), x.cols(), Eigen::OuterStride<>(x.outerStride()))
+    {
+    }
+    int rows() const override { return static_cast<int>(m_rows.rows()); }
+    int cols() const override { return static_cast<int>(m_rows.cols()); }
+    std::optional<HostRows> hostRows() const override { return m_rows; }
+
+private:
+    HostRows m_rows;
+};
+
+/// A matrix to modify in place: CPU matrices the primitives made.
 RowMatrixXf& h(const Mat& m)
 {
     RowMatrixXf* p = m->host();
-    assert(p && "CPU primitives take host matrices only");
+    assert(p && "CPU primitives modify host matrices only");
     return *p;
+}
+
+/// A matrix to read: owned or a view.
+DeviceMatrix::HostRows in(const Mat& m)
+{
+    auto rows = m->hostRows();
+    assert(rows && "CPU primitives take host matrices only");
+    return *rows;
 }
 
 class CpuPrimitives final : public CodecPrimitives {
@@ -35,19 +63,20 @@ public:
     bool offers(Primitive) const override { return true; }
 
     Mat upload(const Eigen::Ref<const RowMatrixXf>& x) override { return hostMat(x); }
-    void download(const Mat& m, RowMatrixXf& out) override { out = h(m); }
-    Mat copy(const Mat& m) override { return hostMat(h(m)); }
+    Mat view(const Eigen::Ref<const RowMatrixXf>& x) override { return std::make_shared<HostView>(x); }
+    void download(const Mat& m, RowMatrixXf& out) override { out = in(m); }
+    Mat copy(const Mat& m) override { return hostMat(in(m)); }
 
     Mat rotate(const Mat& x, const std::vector<float>& signs) override
     {
         RowMatrixXf out;
-        rotateRows(h(x), signs, out);
+        rotateRows(in(x), signs, out);
         return hostMat(std::move(out));
     }
     Mat unrotate(const Mat& y, const std::vector<float>& signs, int d) override
     {
         RowMatrixXf out;
-        unrotateRows(h(y), signs, static_cast<std::size_t>(d), out);
+        unrotateRows(in(y), signs, static_cast<std::size_t>(d), out);
         return hostMat(std::move(out));
     }
     Mat normCodebook(const Mat& x, const Codebook& codebook, ScalarFormat format, int& saturated) override
@@ -55,7 +84,7 @@ public:
         const NormQuantizer q(std::shared_ptr<const Codebook>(&codebook, [](const Codebook*) {}), format);
         NormCodes codes;
         RowMatrixXf out;
-        q.encode(h(x), codes);
+        q.encode(in(x), codes);
         q.decode(codes, out);
         saturated += codes.saturatedNorms;
         return hostMat(std::move(out));
@@ -66,7 +95,7 @@ public:
         const NormQuantizer q(std::shared_ptr<const Codebook>(&codebook, [](const Codebook*) {}), format);
         NormCodes codes;
         RowMatrixXf out, rows;
-        q.encodeRotated(h(x), signs, codes, rotated ? &rows : nullptr); // fused: no rotated copy unless asked
+        q.encodeRotated(in(x), signs, codes, rotated ? &rows : nullptr); // fused: no rotated copy unless asked
         q.decode(codes, out);
         saturated += codes.saturatedNorms;
         if (rotated)
@@ -76,17 +105,17 @@ public:
     Mat gemmNT(const Mat& a, const Mat& b, float s) override
     {
         RowMatrixXf out;
-        out.noalias() = h(a) * h(b).transpose();
+        out.noalias() = in(a) * in(b).transpose();
         out *= s;
         return hostMat(std::move(out));
     }
-    Mat subtract(const Mat& a, const Mat& b) override { return hostMat(h(a) - h(b)); }
+    Mat subtract(const Mat& a, const Mat& b) override { return hostMat(in(a) - in(b)); }
     void axpy(Mat& a, const Mat& b, float s) override
     {
         if (s == 1.0f)
-            h(a) += h(b);
+            h(a) += in(b);
         else
-            h(a) += s * h(b);
+            h(a) += s * in(b);
     }
     void scale(Mat& a, float s) override { h(a) *= s; }
 
@@ -95,7 +124,7 @@ public:
         const QjlSketch sketch(S, format);
         QjlCodes codes;
         RowMatrixXf signs;
-        sketch.encode(h(residual), codes, signs);
+        sketch.encode(in(residual), codes, signs);
         SketchCodes out;
         out.signs = hostMat(std::move(signs));
         out.norms = std::move(codes.norms);
@@ -113,7 +142,7 @@ public:
     {
         const QjlSketch sketch(S);
         RowMatrixXf out;
-        sketch.estimateInnerProducts(h(queries), h(codes.signs), codes.norms, out);
+        sketch.estimateInnerProducts(in(queries), h(codes.signs), codes.norms, out);
         return hostMat(std::move(out));
     }
 };

@@ -167,13 +167,13 @@ double pathBitsPerCoordinate(const PathConfig& config, int budget, int d, int to
 
 namespace {
 
-/// A host view of a Mat: the matrix itself on the CPU, else a download into `scratch`.
-const RowMatrixXf& hostView(const Mat& m, CodecPrimitives& prims, RowMatrixXf& scratch)
+/// The rows of a Mat on the host: read in place on the CPU, else downloaded into `scratch`.
+DeviceMatrix::HostRows hostView(const Mat& m, CodecPrimitives& prims, RowMatrixXf& scratch)
 {
-    if (RowMatrixXf* h = m->host())
-        return *h;
+    if (auto rows = m->hostRows())
+        return *rows;
     prims.download(m, scratch);
-    return scratch;
+    return DeviceMatrix::HostRows(scratch.data(), scratch.rows(), scratch.cols(), Eigen::OuterStride<>(scratch.cols()));
 }
 
 /// `m` as a matrix of `to`'s primitives (moved across when they differ in memory).
@@ -185,8 +185,16 @@ Mat moveTo(const Mat& m, CodecPrimitives& from, CodecPrimitives& to)
     return to.upload(hostView(m, from, scratch));
 }
 
+/// A transform applied to a Mat on the CPU (read in place, the result a new host matrix).
+Mat forwardOnCpu(const TransformPlan& t, const Mat& m, CodecPrimitives& at)
+{
+    RowMatrixXf scratch, next;
+    t.forward(hostView(m, at, scratch), next);
+    return hostMat(std::move(next));
+}
+
 /// Quantizes rows grouped by their per-token widths (the A^2 policy), each group at its width.
-void roundTripByToken(const QuantizerPlan& q, const RowMatrixXf& xr, const std::vector<int>& tokenBits, RowMatrixXf& xHat,
+void roundTripByToken(const QuantizerPlan& q, const Eigen::Ref<const RowMatrixXf>& xr, const std::vector<int>& tokenBits, RowMatrixXf& xHat,
                       int& saturated)
 {
     xHat.resize(xr.rows(), xr.cols());
@@ -225,63 +233,58 @@ PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>&
     const bool deviceCodebook = quantizer.codebook() && plan.tokenBits.empty() && prims.offers(Primitive::NormCodebook);
 
     // Transforms, then the quantizer. One signed WHT followed by a norm + codebook quantizer is
-    // fused (no rotated copy is kept unless a residual needs it).
-    Mat X = prims.upload(x);
+    // fused (no rotated copy is kept unless a residual needs it). Intermediates are released as
+    // soon as no later stage reads them (at paper scale each is 16 MB).
     Mat stored, xHat;
-    const std::vector<float>* onlySigns = plan.transforms.size() == 1 ? plan.transforms.front()->whtSigns() : nullptr;
-    if (onlySigns && deviceCodebook && prims.offers(Primitive::RotateNormCodebook)) {
-        xHat = prims.rotateNormCodebook(X, *onlySigns, *quantizer.codebook(), quantizer.scalarFormat(), saturated,
-                                        anyResidual ? &stored : nullptr);
-    } else {
-        stored = X;
-        CodecPrimitives* at = &prims;
-        for (std::size_t i = 0; i < plan.transforms.size(); ++i) {
-            const TransformPlan& t = *plan.transforms[i];
-            if (const auto* signs = t.whtSigns(); signs && at->offers(Primitive::Rotate)) {
-                stored = at->rotate(stored, *signs);
-            } else {
-                if (at != &cpu) {
-                    noteCpu(plan.config.transforms[i].kind);
-                    stored = moveTo(stored, *at, cpu);
+    {
+        Mat X = prims.view(x);
+        const std::vector<float>* onlySigns = plan.transforms.size() == 1 ? plan.transforms.front()->whtSigns() : nullptr;
+        if (onlySigns && deviceCodebook && prims.offers(Primitive::RotateNormCodebook)) {
+            xHat = prims.rotateNormCodebook(X, *onlySigns, *quantizer.codebook(), quantizer.scalarFormat(), saturated,
+                                            anyResidual ? &stored : nullptr);
+        } else {
+            stored = std::move(X);
+            CodecPrimitives* at = &prims;
+            for (std::size_t i = 0; i < plan.transforms.size(); ++i) {
+                const TransformPlan& t = *plan.transforms[i];
+                if (const auto* signs = t.whtSigns(); signs && at->offers(Primitive::Rotate)) {
+                    stored = at->rotate(stored, *signs);
+                } else {
+                    if (at != &cpu)
+                        noteCpu(plan.config.transforms[i].kind);
+                    stored = forwardOnCpu(t, stored, *at);
                     at = &cpu;
                 }
-                RowMatrixXf next;
-                t.forward(*stored->host(), next);
-                stored = hostMat(std::move(next));
             }
-        }
-        if (deviceCodebook) {
-            stored = moveTo(stored, *at, prims);
-            xHat = prims.normCodebook(stored, *quantizer.codebook(), quantizer.scalarFormat(), saturated);
-        } else {
-            if (&prims != &cpu)
-                noteCpu(plan.config.quantizer.kind);
-            RowMatrixXf scratch;
-            const RowMatrixXf& xr = hostView(stored, *at, scratch);
-            RowMatrixXf hat;
-            if (!plan.tokenBits.empty())
-                roundTripByToken(quantizer, xr, plan.tokenBits, hat, saturated);
-            else
-                quantizer.roundTrip(xr, plan.bits, hat, saturated);
-            xHat = prims.upload(hat);
-            stored = moveTo(stored, *at, prims);
+            if (deviceCodebook) {
+                stored = moveTo(stored, *at, prims);
+                xHat = prims.normCodebook(stored, *quantizer.codebook(), quantizer.scalarFormat(), saturated);
+            } else {
+                if (&prims != &cpu)
+                    noteCpu(plan.config.quantizer.kind);
+                RowMatrixXf scratch, hat;
+                const auto xr = hostView(stored, *at, scratch);
+                if (!plan.tokenBits.empty())
+                    roundTripByToken(quantizer, xr, plan.tokenBits, hat, saturated);
+                else
+                    quantizer.roundTrip(xr, plan.bits, hat, saturated);
+                xHat = &prims == &cpu ? hostMat(std::move(hat)) : prims.upload(hat);
+                stored = anyResidual ? moveTo(stored, *at, prims) : Mat{};
+            }
         }
     }
 
     // Queries into the stored basis, and the cache's scores from the quantized rows.
     Mat Q, scores, baseScores;
     if (queries) {
-        Q = prims.upload(*queries);
+        Q = prims.view(*queries);
         CodecPrimitives* at = &prims;
         for (const auto& t : plan.transforms) {
             if (const auto* signs = t->whtSigns(); signs && at->offers(Primitive::Rotate)) {
                 Q = at->rotate(Q, *signs);
             } else {
-                Q = moveTo(Q, *at, cpu);
+                Q = forwardOnCpu(*t, Q, *at);
                 at = &cpu;
-                RowMatrixXf next;
-                t->forward(*Q->host(), next);
-                Q = hostMat(std::move(next));
             }
         }
         Q = moveTo(Q, *at, prims);
@@ -296,6 +299,7 @@ PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>&
             noteCpu(plan.config.residuals[i].kind);
         Mat s = moveTo(stored, prims, on), h = moveTo(xHat, prims, on), q = moveTo(Q, prims, on);
         Mat sc = moveTo(scores, prims, on), base = moveTo(baseScores, prims, on);
+        xHat.reset(); // h is the one copy the stage corrects
         ResidualIO io{x, s, h, q, queries ? &sc : nullptr, queries && !baseScores ? &base : nullptr, saturated,
                       plan.scoreScale, on};
         r.apply(io);
@@ -306,9 +310,11 @@ PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>&
                 baseScores = moveTo(base, on, prims);
         }
     }
+    stored.reset();
+    Q.reset();
 
     // Transforms undone, last first.
-    Mat back = xHat;
+    Mat back = std::move(xHat);
     CodecPrimitives* at = &prims;
     for (std::size_t i = plan.transforms.size(); i-- > 0;) {
         const TransformPlan& t = *plan.transforms[i];
@@ -317,29 +323,24 @@ PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>&
             const int to = i == 0 ? plan.d : plan.transforms[i - 1]->outDim();
             back = at->unrotate(back, *signs, to);
         } else {
-            back = moveTo(back, *at, cpu);
-            at = &cpu;
-            RowMatrixXf next;
-            t.inverse(*back->host(), next);
+            RowMatrixXf scratch, next;
+            t.inverse(hostView(back, *at, scratch), next);
             back = hostMat(std::move(next));
+            at = &cpu;
         }
     }
-    RowMatrixXf scratch;
-    if (RowMatrixXf* h = back->host(); h && at == &cpu)
-        out.reconstruction = std::move(*h);
-    else
-        at->download(back, out.reconstruction);
-    if (queries) {
-        if (RowMatrixXf* h = scores->host())
-            out.scores = std::move(*h);
+    auto take = [](Mat& m, CodecPrimitives& on, RowMatrixXf& into) {
+        if (RowMatrixXf* h = m->host(); h && m.use_count() == 1)
+            into = std::move(*h);
         else
-            prims.download(scores, out.scores);
-        if (baseScores) {
-            if (RowMatrixXf* h = baseScores->host())
-                out.baseScores = std::move(*h);
-            else
-                prims.download(baseScores, out.baseScores);
-        }
+            on.download(m, into);
+        m.reset();
+    };
+    take(back, *at, out.reconstruction);
+    if (queries) {
+        take(scores, prims, out.scores);
+        if (baseScores)
+            take(baseScores, prims, out.baseScores);
     }
     out.saturatedNorms = saturated;
     return out;

@@ -25,9 +25,48 @@ std::vector<float> randomSigns(std::size_t dp, Rng& rng)
     return signs;
 }
 
+namespace {
+
+/// The transform of kBlocks x 8 values held in registers: the same butterflies, in the same stage
+/// order, as the loop below (so the same floats), without a store and reload per stage.
+template <std::size_t kBlocks>
+void fwhtInRegisters(float* x)
+{
+    using namespace simd;
+    const Float8 s1 = {1, -1, 1, -1, 1, -1, 1, -1};
+    const Float8 s2 = {1, 1, -1, -1, 1, 1, -1, -1};
+    const Float8 s4 = {1, 1, 1, 1, -1, -1, -1, -1};
+    Float8 v[kBlocks];
+    for (std::size_t i = 0; i < kBlocks; ++i) {
+        Float8 w = load(x + 8 * i);
+        w = __builtin_shufflevector(w, w, 0, 0, 2, 2, 4, 4, 6, 6) + s1 * __builtin_shufflevector(w, w, 1, 1, 3, 3, 5, 5, 7, 7);
+        w = __builtin_shufflevector(w, w, 0, 1, 0, 1, 4, 5, 4, 5) + s2 * __builtin_shufflevector(w, w, 2, 3, 2, 3, 6, 7, 6, 7);
+        w = __builtin_shufflevector(w, w, 0, 1, 2, 3, 0, 1, 2, 3) + s4 * __builtin_shufflevector(w, w, 4, 5, 6, 7, 4, 5, 6, 7);
+        v[i] = w;
+    }
+    for (std::size_t h = 1; h < kBlocks; h <<= 1)
+        for (std::size_t i = 0; i < kBlocks; i += 2 * h)
+            for (std::size_t j = i; j < i + h; ++j) {
+                const Float8 a = v[j], b = v[j + h];
+                v[j] = a + b;
+                v[j + h] = a - b;
+            }
+    for (std::size_t i = 0; i < kBlocks; ++i)
+        store(x + 8 * i, v[i]);
+}
+
+} // namespace
+
 void fwhtInPlace(float* x, std::size_t n)
 {
     assert((n & (n - 1)) == 0 && "fwhtInPlace: length must be a power of two");
+    // Head dimensions of real models: the whole vector in registers.
+    switch (n) {
+    case 64: fwhtInRegisters<8>(x); return;
+    case 128: fwhtInRegisters<16>(x); return;
+    case 256: fwhtInRegisters<32>(x); return;
+    default: break;
+    }
     if (n < 8) {
         for (std::size_t h = 1; h < n; h <<= 1)
             for (std::size_t i = 0; i < n; i += 2 * h)

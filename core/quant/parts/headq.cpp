@@ -35,7 +35,7 @@ public:
             RowMatrixXf& scores = *(*io.scores)->host();
             if (io.baseScores)
                 *io.baseScores = hostMat(scores);
-            const RowMatrixXf qu = *io.queries->host() * m_basis; // nq x r
+            const RowMatrixXf qu = *io.queries->hostRows() * m_basis; // nq x r
             scores.noalias() += (m_sign * io.scoreScale) * (qu * zHat.transpose());
         }
         full.noalias() += m_sign * (zHat * m_basis.transpose());

@@ -36,13 +36,17 @@ public:
             applyLeading(io, lead);
             return;
         }
-        const Mat residual = p.subtract(io.stored, io.xHat);
-        const SketchCodes codes = p.sketch(residual, m_sketch, m_format);
+        SketchCodes codes;
+        {
+            const Mat residual = p.subtract(io.stored, io.xHat); // released once sketched
+            codes = p.sketch(residual, m_sketch, m_format);
+        }
         io.saturated += codes.saturated;
         Mat rHat = p.sketchReconstruct(codes, m_sketch);
         if (m_mse)
             p.scale(rHat, shrinkage());
         p.axpy(io.xHat, rHat, 1.0f);
+        rHat.reset();
         if (io.queries && io.scores) {
             if (io.baseScores)
                 *io.baseScores = p.copy(*io.scores);
@@ -84,7 +88,7 @@ private:
     void applyLeading(ResidualIO& io, int lead) const
     {
         RowMatrixXf& xHat = *io.xHat->host();
-        const RowMatrixXf& y = *io.stored->host();
+        const auto y = *io.stored->hostRows();
         const QjlSketch sketch(m_sketch, m_format);
         const RowMatrixXf residual = y.leftCols(lead) - xHat.leftCols(lead);
         QjlCodes codes;
@@ -99,7 +103,7 @@ private:
             if (io.baseScores)
                 *io.baseScores = hostMat(scores);
             RowMatrixXf correction;
-            sketch.estimateInnerProducts(io.queries->host()->leftCols(lead), signs, codes.norms, correction);
+            sketch.estimateInnerProducts(io.queries->hostRows()->leftCols(lead), signs, codes.norms, correction);
             scores += io.scoreScale * correction;
         }
         xHat.leftCols(lead) += rHat;
