@@ -494,11 +494,13 @@ public:
         const cl::Buffer sketch = I.upload(S.data(), static_cast<std::size_t>(S.size()));
         cl::Buffer norms = I.scratch(static_cast<std::size_t>(n) * sizeof(float));
         cl::Buffer signs = I.scratch(static_cast<std::size_t>(n) * m * sizeof(float));
+        // (uploaded once per path: the reconstruction and the estimates use the same S)
         cl::Buffer bits = I.scratch(static_cast<std::size_t>(n) * ((m + 31) / 32) * sizeof(std::uint32_t));
         I.qjl(buf(residual), n, dim, sketch, m, format, norms, signs, bits);
         SketchCodes out;
         out.signs = make(signs, n, m);
         out.deviceNorms = make(norms, n, 1);
+        out.deviceSketch = make(sketch, m, dim);
         out.norms.resize(static_cast<std::size_t>(n));
         I.download(norms, out.norms.data(), out.norms.size());
         if (format == ScalarFormat::Fp16)
@@ -509,7 +511,7 @@ public:
     Mat sketchReconstruct(const SketchCodes& codes, const RowMatrixXf& S) override
     {
         const int n = codes.signs->rows(), m = codes.signs->cols(), dim = static_cast<int>(S.cols());
-        const cl::Buffer sketch = I.upload(S.data(), static_cast<std::size_t>(S.size()));
+        const cl::Buffer sketch = sketchOf(codes, S);
         cl::Buffer product = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
         I.gemmNN(n, dim, m, buf(codes.signs), m, sketch, dim, product, dim, 1.0f);
         cl::Buffer out = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
@@ -519,7 +521,7 @@ public:
     Mat sketchInnerProducts(const Mat& queries, const SketchCodes& codes, const RowMatrixXf& S) override
     {
         const int nq = queries->rows(), n = codes.signs->rows(), m = codes.signs->cols(), dim = static_cast<int>(S.cols());
-        const cl::Buffer sketch = I.upload(S.data(), static_cast<std::size_t>(S.size()));
+        const cl::Buffer sketch = sketchOf(codes, S);
         cl::Buffer sq = I.scratch(static_cast<std::size_t>(nq) * m * sizeof(float));
         I.gemmNT(nq, m, dim, buf(queries), dim, sketch, dim, sq, m, 1.0f);
         cl::Buffer estimate = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
@@ -527,6 +529,41 @@ public:
         cl::Buffer out = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
         scaled("scale_columns", out, estimate, norms(codes), c(m), nq, n);
         return make(out, nq, n);
+    }
+
+    void addSketchReconstruction(Mat& x, const SketchCodes& codes, const RowMatrixXf& S) override
+    {
+        const int n = codes.signs->rows(), m = codes.signs->cols(), dim = static_cast<int>(S.cols());
+        const cl::Buffer sketch = sketchOf(codes, S);
+        cl::Buffer product = I.scratch(static_cast<std::size_t>(n) * dim * sizeof(float));
+        I.gemmNN(n, dim, m, buf(codes.signs), m, sketch, dim, product, dim, 1.0f);
+        cl::Kernel& k = I.kernel(0, "add_scaled_rows"); // x += product * (c |r_i|), in place
+        k.setArg(0, buf(x));
+        k.setArg(1, product);
+        k.setArg(2, norms(codes));
+        k.setArg(3, c(m));
+        k.setArg(4, n);
+        k.setArg(5, dim);
+        I.run2d(k, static_cast<std::size_t>(dim), static_cast<std::size_t>(n));
+    }
+    void addSketchInnerProducts(Mat& scores, const Mat& queries, const SketchCodes& codes, const RowMatrixXf& S,
+                                float scale) override
+    {
+        const int nq = queries->rows(), n = codes.signs->rows(), m = codes.signs->cols(), dim = static_cast<int>(S.cols());
+        const cl::Buffer sketch = sketchOf(codes, S);
+        cl::Buffer sq = I.scratch(static_cast<std::size_t>(nq) * m * sizeof(float));
+        I.gemmNT(nq, m, dim, buf(queries), dim, sketch, dim, sq, m, 1.0f);
+        cl::Buffer estimate = I.scratch(static_cast<std::size_t>(nq) * n * sizeof(float));
+        I.gemmNT(nq, n, m, sq, m, buf(codes.signs), m, estimate, n, 1.0f);
+        cl::Kernel& k = I.kernel(0, "add_scaled_columns"); // scores += scale (estimate c |r_j|), in place
+        k.setArg(0, buf(scores));
+        k.setArg(1, estimate);
+        k.setArg(2, norms(codes));
+        k.setArg(3, c(m));
+        k.setArg(4, scale);
+        k.setArg(5, nq);
+        k.setArg(6, n);
+        I.run2d(k, static_cast<std::size_t>(n), static_cast<std::size_t>(nq));
     }
 
 private:
@@ -540,6 +577,10 @@ private:
     }
     static std::size_t count(const Mat& m) { return static_cast<std::size_t>(m->rows()) * static_cast<std::size_t>(m->cols()); }
     static float c(int m) { return std::sqrt(std::numbers::pi_v<float> / 2.0f) / static_cast<float>(m); }
+    cl::Buffer sketchOf(const SketchCodes& codes, const RowMatrixXf& S)
+    {
+        return codes.deviceSketch ? buf(codes.deviceSketch) : I.upload(S.data(), static_cast<std::size_t>(S.size()));
+    }
     cl::Buffer norms(const SketchCodes& codes)
     {
         return codes.deviceNorms ? buf(codes.deviceNorms) : I.upload(codes.norms.data(), codes.norms.size());

@@ -35,6 +35,7 @@ struct SketchCodes {
     Mat signs;                 ///< n x m, +-1
     std::vector<float> norms;  ///< n stored residual norms (host copy)
     Mat deviceNorms;           ///< the same on the backend (may be null on the CPU)
+    Mat deviceSketch;          ///< the sketch matrix S on the backend, kept for the reconstruction and estimates (may be null)
     int saturated = 0;         ///< norms that hit their format's ceiling
 };
 
@@ -82,6 +83,17 @@ public:
     virtual Mat sketchReconstruct(const SketchCodes& codes, const RowMatrixXf& S) = 0;
     /// The inner-product estimates sqrt(pi/2)/m |r_j| <S q_i, sign(S r_j)>, nq x n.
     virtual Mat sketchInnerProducts(const Mat& queries, const SketchCodes& codes, const RowMatrixXf& S) = 0;
+    /// x += the reconstruction (a device may fuse the two; by default sketchReconstruct then axpy).
+    virtual void addSketchReconstruction(Mat& x, const SketchCodes& codes, const RowMatrixXf& S)
+    {
+        axpy(x, sketchReconstruct(codes, S), 1.0f);
+    }
+    /// scores += scale * the estimates (by default sketchInnerProducts then axpy).
+    virtual void addSketchInnerProducts(Mat& scores, const Mat& queries, const SketchCodes& codes, const RowMatrixXf& S,
+                                        float scale)
+    {
+        axpy(scores, sketchInnerProducts(queries, codes, S), scale);
+    }
 };
 
 /// The CPU's primitives (every one), on host matrices; the oracle every device is compared with.

@@ -42,16 +42,17 @@ public:
             codes = p.sketch(residual, m_sketch, m_format);
         }
         io.saturated += codes.saturated;
-        Mat rHat = p.sketchReconstruct(codes, m_sketch);
-        if (m_mse)
+        if (m_mse) {
+            Mat rHat = p.sketchReconstruct(codes, m_sketch);
             p.scale(rHat, shrinkage());
-        p.axpy(io.xHat, rHat, 1.0f);
-        rHat.reset();
+            p.axpy(io.xHat, rHat, 1.0f);
+        } else {
+            p.addSketchReconstruction(io.xHat, codes, m_sketch);
+        }
         if (io.queries && io.scores) {
             if (io.baseScores)
                 *io.baseScores = p.copy(*io.scores);
-            const Mat correction = p.sketchInnerProducts(io.queries, codes, m_sketch);
-            p.axpy(*io.scores, correction, io.scoreScale);
+            p.addSketchInnerProducts(*io.scores, io.queries, codes, m_sketch, io.scoreScale);
         }
     }
     double bitsPerVector() const override { return static_cast<double>(m_sketch.rows()) + scalarFormatBits(m_format); }
