@@ -136,6 +136,47 @@ ControlPanel::ControlPanel(QWidget* parent)
     connect(m_schemeFilter, &QLineEdit::textChanged, this, &ControlPanel::applySchemeFilter);
     schemeLayout->addWidget(m_schemeFilter);
     schemeLayout->addWidget(m_schemes);
+    // llama.cpp's cache types, separately on K and V (-ctk / -ctv): "K=q8_0,V=q4_0".
+    auto* llamaRow = new QHBoxLayout;
+    llamaRow->addWidget(new QLabel(QStringLiteral("llama.cpp K"), schemeGroup));
+    m_llamaK = new QComboBox(schemeGroup);
+    m_llamaV = new QComboBox(schemeGroup);
+    for (const char* type : {"f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl", "f32"}) {
+        m_llamaK->addItem(QString::fromLatin1(type));
+        m_llamaV->addItem(QString::fromLatin1(type));
+    }
+    m_llamaK->setCurrentText(QStringLiteral("q8_0"));
+    m_llamaV->setCurrentText(QStringLiteral("q4_0"));
+    m_llamaK->setToolTip(QStringLiteral("The key cache's type, as llama.cpp's -ctk sets it (ggml blocks of 32 along head_dim)."));
+    m_llamaV->setToolTip(QStringLiteral("The value cache's type, as llama.cpp's -ctv sets it."));
+    llamaRow->addWidget(m_llamaK);
+    llamaRow->addWidget(new QLabel(QStringLiteral("V"), schemeGroup));
+    llamaRow->addWidget(m_llamaV);
+    m_addLlama = new QPushButton(QStringLiteral("Add"), schemeGroup);
+    m_addLlama->setToolTip(QStringLiteral("Add the scheme K=<type>,V=<type> to the list, ticked."));
+    llamaRow->addWidget(m_addLlama);
+    llamaRow->addStretch(1);
+    schemeLayout->addLayout(llamaRow);
+    connect(m_addLlama, &QPushButton::clicked, this, [this] {
+        const std::string name = "K=" + m_llamaK->currentText().toStdString() + ",V=" + m_llamaV->currentText().toStdString();
+        const auto scheme = findScheme(name);
+        if (!scheme)
+            return;
+        int row = -1;
+        for (int r = 0; r < m_schemes->count(); ++r)
+            if (m_schemeConfigs[static_cast<std::size_t>(r)].name == scheme->name)
+                row = r;
+        if (row < 0) {
+            addSchemeItem(*scheme, true);
+            row = m_schemes->count() - 1;
+        } else {
+            m_schemes->item(row)->setCheckState(Qt::Checked);
+        }
+        refreshSchemeLabels();
+        applySchemeFilter();
+        m_schemes->scrollToItem(m_schemes->item(row));
+        edited();
+    });
     auto* budgetRow = new QHBoxLayout;
     budgetRow->addWidget(new QLabel(QStringLiteral("n ="), schemeGroup));
     for (int n = L::kMinBudget; n <= L::kMaxBudget; ++n) {

@@ -62,6 +62,10 @@ public:
     QSpinBox* topKBox() const { return m_topK; }
     QComboBox* backendBox() const { return m_backend; }
     QListWidget* schemeList() const { return m_schemes; }
+    /// llama.cpp's per-path cache types (-ctk / -ctv) and the button that adds "K=<k>,V=<v>" ticked.
+    QComboBox* llamaKeyTypeBox() const { return m_llamaK; }
+    QComboBox* llamaValueTypeBox() const { return m_llamaV; }
+    QPushButton* addLlamaTypesButton() const { return m_addLlama; }
     QCheckBox* budgetBox(int n) const;
     QWidget* paramEditor(const QString& key) const;
     QPushButton* runButton() const { return m_run; }
@@ -109,6 +113,9 @@ private:
     QCheckBox* m_autoRun = nullptr;
     QWidget* m_runBar = nullptr;
     QLineEdit* m_schemeFilter = nullptr;
+    QComboBox* m_llamaK = nullptr;
+    QComboBox* m_llamaV = nullptr;
+    QPushButton* m_addLlama = nullptr;
     QPushButton* m_run = nullptr;
     QPushButton* m_cancel = nullptr;
     /// The spec last loaded: fields with no widget (name, comparisons, limits) are carried

@@ -11,7 +11,11 @@
 #include <QListWidget>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QComboBox>
+#include <QPushButton>
 #include <QTest>
+
+#include <algorithm>
 #include <QValidator>
 
 #include <cstdint>
@@ -282,6 +286,32 @@ private slots:
         // Default d = 128, highest ticked budget n = 4: K 4.125, V 4.25 bits per coordinate.
         QVERIFY2(items.first()->text().contains(QStringLiteral("K 4.125 · V 4.250")), qPrintable(items.first()->text()));
         QVERIFY(items.first()->toolTip().contains(QStringLiteral("n = 2: 2.1250 / 2.2500")));
+    }
+
+    void llamaCacheTypesPerPath()
+    {
+        // -ctk q8_0 -ctv q4_1 from the panel: the scheme K=q8_0,V=q4_1 is added ticked, once, with
+        // its exact bits (8.5 / 5.0 whatever n), and a spec holding it loads back into the list.
+        ControlPanel panel;
+        const int before = panel.schemeList()->count();
+        panel.llamaKeyTypeBox()->setCurrentText(QStringLiteral("q8_0"));
+        panel.llamaValueTypeBox()->setCurrentText(QStringLiteral("q4_1"));
+        panel.addLlamaTypesButton()->click();
+        panel.addLlamaTypesButton()->click(); // a second click ticks the same row
+        QCOMPARE(panel.schemeList()->count(), before + 1);
+        const auto items = panel.schemeList()->findItems(QStringLiteral("K=q8_0,V=q4_1 "), Qt::MatchStartsWith);
+        QCOMPARE(items.size(), 1);
+        QCOMPARE(items.first()->checkState(), Qt::Checked);
+        QVERIFY2(items.first()->text().contains(QStringLiteral("K 8.500 · V 5.000")), qPrintable(items.first()->text()));
+        const ExperimentSpec spec = panel.spec();
+        const auto it = std::find_if(spec.schemes.begin(), spec.schemes.end(),
+                                     [](const SchemeConfig& c) { return c.name == "K=q8_0,V=q4_1"; });
+        QVERIFY(it != spec.schemes.end());
+        QCOMPARE(it->key.quantizer.text("type"), std::string("q8_0"));
+        QCOMPARE(it->value.quantizer.text("type"), std::string("q4_1"));
+        ControlPanel other;
+        other.setSpec(spec);
+        QCOMPARE(other.schemeList()->findItems(QStringLiteral("K=q8_0,V=q4_1 "), Qt::MatchStartsWith).size(), 1);
     }
 };
 
