@@ -465,7 +465,7 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
     QWidget host;
     const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
     int figureFiles = 0;
-    std::string teachingNote;
+    std::string teachingNote, skippedNote;
     for (widgets::ResultView* view : figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
         cancel.check();
         // The teaching tab draws its one-query chain for the run's first scheme pair on the run's
@@ -488,9 +488,6 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
                            std::to_string(config->budget) + ", seed " + std::to_string(config->seed) +
                            " (the run's first scheme pair)\n";
         }
-        if (view->viewId() == QLatin1String("model_map") && results.spec.regime != "model")
-            continue; // a model run's view
-
         view->resize(900, 650);
         view->setData(data);
         const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), figureOptions,
@@ -500,6 +497,8 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
             return kExitFailed;
         }
         figureFiles += static_cast<int>(outcome.written.size());
+        for (const QString& why : outcome.skipped) // a view with nothing to draw is named, never silently absent
+            skippedNote += "no figure: " + why.toStdString() + "\n";
     }
     if (figures && advisor) {
         ClaimFigureView view(*advisor, &host);
@@ -526,7 +525,7 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
         << clippedTable(stats::comparisonsText(results, comparisons), "comparisons.csv") << "\n"
         << stats::proxiesText(proxies);
     const std::string& shown = shownDir.empty() ? outDir : shownDir;
-    out << modelText << teachingNote;
+    out << modelText << teachingNote << skippedNote;
     out << "wrote " << shown
         << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json";
     for (const std::string& f : modelFiles)
