@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What an evaluation of KV-cache schemes on a model's next-token output produced.
+#pragma once
+
+#include "core/lm/next_token_stats.h"
+#include "core/spec/eval_spec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvlens::eval {
+
+/// One scored position: the logits at `position` of chunk `chunk` predicting `next`.
+struct ScoredToken {
+    int chunk = 0;
+    int position = 0;          ///< in the chunk (0-based)
+    std::int32_t token = 0;    ///< the token at `position`
+    std::int32_t next = 0;     ///< the correct next token
+};
+
+/// One configuration: a scheme at a budget and seed, every layer quantized.
+struct ConfigurationResult {
+    int scheme = 0;            ///< index into spec.schemes
+    int budget = 0;
+    int seedIndex = 0;
+    std::string name;          ///< the scheme's name
+    double bitsK = 0.0, bitsV = 0.0; ///< exact bits per coordinate, mean over layers and KV heads
+    std::vector<lm::TokenStat> tokens; ///< per scored position, in ScoredToken order
+    lm::NextTokenSummary summary;
+};
+
+/// Which path of a layer (or head) a row of the attribution quantized.
+enum class AttributionPath { K, V, Both };
+const char* attributionPathName(AttributionPath p); ///< "K", "V", "both"
+
+/// The damage when only one layer (or one KV head of it) is quantized.
+struct AttributionRow {
+    int configuration = 0;     ///< index into EvalResult::configurations
+    int layer = 0;
+    int kvHead = -1;           ///< -1: every head of the layer
+    AttributionPath path = AttributionPath::Both;
+    lm::MeanError kld;         ///< mean KLD over the scored tokens +- its standard error
+    double kldLow = 0.0, kldHigh = 0.0; ///< 95% interval mean +- 1.96 SE
+    double sameTop = 0.0;      ///< share of scored tokens whose argmax agrees with the reference
+};
+
+/// An evaluation's results. Per-token statistics are in full double precision.
+struct EvalResult {
+    EvalSpec spec;
+    std::string modelSummary;  ///< architecture, sizes, parameters
+    std::string tokenizer;     ///< "bytes", "bpe", "sentencepiece", "ids"
+    int layers = 0, kvHeads = 0, headDim = 0, vocab = 0;
+    int calibrationTokens = 0; ///< tokens used for calibration (never scored)
+    int chunksScored = 0;
+    std::vector<ScoredToken> scored;
+    std::vector<std::string> tokenText; ///< the bytes of each scored position's next token, for display
+    std::vector<ConfigurationResult> configurations;
+    std::vector<AttributionRow> attribution;
+    double referenceNllMean = 0.0;   ///< mean -log p_base(next) over the scored tokens
+    bool cancelled = false;          ///< stopped early: configurations hold what was scored
+    double elapsedMs = 0.0;
+    double forwardMs = 0.0;          ///< time in forward passes
+    long long forwardTokens = 0;     ///< tokens through forward passes (partial passes counted by their layers)
+};
+
+} // namespace kvlens::eval
