@@ -4,6 +4,7 @@
 #include "app/batch.h"
 #include "widgets/figure_export.h"
 #include "app/codebook_command.h"
+#include "app/eval_command.h"
 #include "app/main_window.h"
 #include "app/merge_command.h"
 #include "app/reproduce.h"
@@ -86,6 +87,17 @@ int run(int argc, char** argv)
             return parsed.exitCode;
         mergeOptions = std::move(parsed.options);
     }
+    // `kvlens eval`: arguments checked before Qt starts (a bad one writes nothing); figures need Qt.
+    const bool eval = argc >= 2 && std::string(argv[1]) == "eval";
+    std::optional<kvlens::app::EvalOptions> evalOptions;
+    if (eval) {
+        auto parsed = kvlens::app::parseEvalArguments(std::vector<std::string>(argv + 2, argv + argc));
+        if (!parsed) {
+            std::cerr << "kvlens eval: " << parsed.error().text() << "\n";
+            return kvlens::app::kExitRefused;
+        }
+        evalOptions = std::move(parsed).value();
+    }
     if (hasArgument(argc, argv, "--list-devices")) {
         // No window, no display needed.
         const auto devices = kvlens::gpu::listDevices();
@@ -101,7 +113,7 @@ int run(int argc, char** argv)
     // Batch mode renders figures without a display, and --help / --version need none:
     // default to the offscreen platform there.
     const bool batch = hasArgument(argc, argv, "--batch") || hasArgument(argc, argv, "--reproduce");
-    const bool headless = batch || merge || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
+    const bool headless = batch || merge || eval || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
                           || hasArgument(argc, argv, "--help-all") || hasArgument(argc, argv, "--version")
                           || hasArgument(argc, argv, "-v");
     if (headless && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
@@ -115,6 +127,8 @@ int run(int argc, char** argv)
     initKvlensResources();
     if (mergeOptions)
         return kvlens::app::runMerge(*mergeOptions, std::cout, std::cerr);
+    if (evalOptions)
+        return kvlens::app::runEvalCommand(*evalOptions, std::cout, std::cerr);
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
@@ -122,7 +136,8 @@ int run(int argc, char** argv)
         "Without options, opens the main window. Subcommands:\n"
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
         "  kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]   check the shards of a --shard run and\n"
-        "                                       write the files the unsharded run writes\n"
+        "                                       write the files the unsharded run writes\n")
+        + QString::fromLatin1(kvlens::app::evalUsage()) + QStringLiteral(
         "Batch mode (no display needed):\n"
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
         "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv,\n"
@@ -278,6 +293,25 @@ int run(int argc, char** argv)
                 options.scale = -1.0; // rejected with the allowed range by runReproduce
         }
         return kvlens::app::runReproduce(options, std::cout, std::cerr);
+    }
+    if (parser.isSet(batchOption) && kvlens::app::isEvalSpecFile(parser.value(batchOption).toStdString())) {
+        // An eval spec ("kvlens_eval"): the evaluator, with --batch's output options.
+        auto spec = kvlens::loadEvalSpecFile(parser.value(batchOption).toStdString());
+        if (!spec) {
+            std::cerr << "kvlens: " << spec.error().text() << "\n";
+            return kvlens::app::kExitRefused;
+        }
+        kvlens::app::EvalOptions options;
+        options.spec = std::move(spec).value();
+        options.outDir = parser.value(outOption).toStdString();
+        if (options.outDir.empty()) {
+            std::cerr << "kvlens: --batch needs --out DIR\n";
+            return kvlens::app::kExitRefused;
+        }
+        options.quiet = parser.isSet(quietOption);
+        options.figures = !parser.isSet(noFiguresOption);
+        options.figure = *figure;
+        return kvlens::app::runEvalCommand(options, std::cout, std::cerr);
     }
     if (parser.isSet(batchOption)) {
         kvlens::app::BatchOptions options;

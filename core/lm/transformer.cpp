@@ -414,9 +414,20 @@ private:
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const auto q = m_qkv.block(r0, Index(head) * hd, rows, hd);
         const Index residual = m_o.residual;
-        // Keys j <= t - R read the cache; with R = 0 all of them, with R >= r1 none in this block.
-        const bool anyHat = hooked && (residual == 0 || r1 - 1 - residual >= 0);
-        const bool anyExact = !hooked || residual > 0;
+        // Query t reads the cache for keys [0, cacheEnd(t)): those older than the residual window
+        // (j <= t - R) and in a group its codec completed by t (j < G floor((t + 1) / G)); the rest
+        // exact. Keys and values each have their codec's group.
+        const Index groupK = hooked ? std::max(1, m_o.cache->causalGroup(layer, true)) : 1;
+        const Index groupV = hooked ? std::max(1, m_o.cache->causalGroup(layer, false)) : 1;
+        auto cacheEnd = [residual](Index t, Index group) {
+            Index end = group > 1 ? group * ((t + 1) / group) : t + 1;
+            if (residual > 0)
+                end = std::min(end, t - residual + 1);
+            return std::max<Index>(end, 0);
+        };
+        // cacheEnd grows with t: the block's last query reads the most cached keys.
+        const bool anyHat = hooked && (cacheEnd(r1 - 1, groupK) > 0 || cacheEnd(r1 - 1, groupV) > 0);
+        const bool anyExact = !hooked || residual > 0 || groupK > 1 || groupV > 1;
         const RowMatrixXf& k = anyExact ? m_k[g] : m_kh[g];
         const RowMatrixXf& v = anyExact ? m_v[g] : m_vh[g];
 
@@ -446,7 +457,7 @@ private:
             sh.noalias() = q * m_kh[g].topRows(r1).transpose();
             sh *= scale;
             for (Index i = 0; i < rows; ++i) {
-                const Index old = r0 + i - residual + 1; // keys [0, old) read the cache
+                const Index old = cacheEnd(r0 + i, groupK); // keys [0, old) read the cache
                 if (old > 0)
                     s.row(i).head(old) = sh.row(i).head(old);
             }
@@ -463,7 +474,7 @@ private:
         if (anyHat && anyExact) {
             hatProbs = RowMatrixXf::Zero(rows, r1);
             for (Index i = 0; i < rows; ++i) {
-                const Index old = r0 + i - residual + 1;
+                const Index old = cacheEnd(r0 + i, groupV);
                 if (old > 0) {
                     hatProbs.row(i).head(old) = s.row(i).head(old);
                     s.row(i).head(old).setZero();

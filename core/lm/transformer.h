@@ -29,6 +29,16 @@ public:
     /// thread-safe.
     virtual void apply(int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat,
                        RowMatrixXf& vhat) const = 0;
+    /// Tokens the codec of `layer`'s keys (or values) encodes together: a deployed cache encodes a
+    /// group when its last token arrives, so query t reads the hook's rows only for keys of groups
+    /// complete at t (j < G floor((t + 1) / G)) and the exact rows of its own open group. 1: every
+    /// token is encoded when written (the query reads the hook's row of its own token).
+    virtual int causalGroup(int layer, bool keys) const
+    {
+        (void)layer;
+        (void)keys;
+        return 1;
+    }
 };
 
 /// Which positions of the chunk to keep Q, K, V of (every layer from the start layer on).
@@ -69,6 +79,8 @@ struct ForwardOptions {
     /// R > 0: query t sees EXACT K/V for keys t-R+1..t and the hook's for older keys (KIVI / Hugging
     /// Face decode-faithful setting): two score matrices and a per-(query, key) mask. R = 0: every
     /// query, its own token included, reads the hook's K/V (what llama.cpp does with -ctk/-ctv).
+    /// Either way, keys of a group the hook's codec has not completed at t stay exact
+    /// (KvCacheHook::causalGroup).
     int residual = 0;
     /// Logits are computed for rows logitsStart..T-1 only (scoring the second half of a chunk skips
     /// half of the output head's product).

@@ -75,3 +75,21 @@ Status checkEvalSpec(const EvalSpec& spec, int headDim = 0);
 std::uint64_t cellSeed(std::uint64_t seed, int layer, int kvHead);
 
 } // namespace kvlens
+
+namespace kvlens {
+
+/// True when `text` is a JSON object with a "kvlens_eval" key (an eval spec, not an experiment spec).
+bool isEvalSpecText(std::string_view text);
+/// Parses an eval spec: {"kvlens_eval": 1, "name", "model", "text" | "tokens", "ctx", "chunks",
+/// "calibration_tokens", "schemes" (names, compositions, or {"allocation": FILE}: one configuration
+/// whose layers take the file's widths or llama.cpp types), "budgets", "seeds": {"first", "count"},
+/// "residual", "attribution" (none | layers | heads), "parse_special", "threads", "memory_limit_mb"}.
+/// Relative paths are looked up in `baseDirectory` first. Strict, as specFromJson; checkEvalSpec
+/// runs on the result.
+Result<EvalSpec> evalSpecFromJson(std::string_view text, const std::string& baseDirectory = {});
+/// Every field, canonical; evalSpecFromJson(evalSpecToJson(s)) == s for a checked spec.
+std::string evalSpecToJson(const EvalSpec& spec, int indent = 2);
+/// Reads and parses an eval spec file (a regular file of at most io::kMaxSpecBytes).
+Result<EvalSpec> loadEvalSpecFile(const std::string& path);
+
+} // namespace kvlens

@@ -3,6 +3,7 @@
 #include "core/spec/spec_json.h"
 
 #include "core/spec/allocation.h"
+#include "core/spec/eval_spec.h"
 
 #include "core/quant/scheme.h"
 #include "core/regimes/model_dump.h"
@@ -673,6 +674,210 @@ Result<ExperimentSpec> loadSpecFile(const std::string& path, InputCheck inputs)
     if (!text)
         return text.error();
     auto spec = specFromJson(*text, std::filesystem::path(path).parent_path().string(), inputs);
+    if (!spec)
+        return Error{path + (spec.error().field.empty() ? "" : ": " + spec.error().field), spec.error().message};
+    return spec;
+}
+
+} // namespace kvlens
+
+// --- eval specs (core/spec/eval_spec.h) ------------------------------------------------------
+
+namespace kvlens {
+
+namespace {
+
+/// A path of an eval spec: beside the spec file first, else as given.
+std::string resolveBeside(const std::string& path, const std::string& baseDirectory)
+{
+    std::filesystem::path p(path);
+    std::error_code ec;
+    if (p.is_relative() && !baseDirectory.empty() && std::filesystem::exists(std::filesystem::path(baseDirectory) / p, ec))
+        return (std::filesystem::path(baseDirectory) / p).string();
+    return path;
+}
+
+/// {"allocation": FILE} as one configuration: layer l takes the file's layer-l widths or types.
+EvalScheme evalAllocationFromJson(const json& j, const std::string& field, const std::string& baseDirectory)
+{
+    checkKeys(j, field, {"allocation"});
+    const std::string name = getString(j["allocation"], field + ".allocation");
+    const std::string path = resolveBeside(name, baseDirectory);
+    auto text = io::readRegularFile(path, io::kMaxSpecBytes);
+    if (!text)
+        throw FieldError{field + ".allocation", text.error().text()};
+    auto file = allocationFromJson(*text);
+    if (!file)
+        throw FieldError{field + ".allocation", path + ": " + file.error().text()};
+    int layers = 0;
+    for (const AllocationEntry& e : file->entries) {
+        if (e.head >= 0)
+            throw FieldError{field + ".allocation", path + ": layer " + std::to_string(e.layer) + " gives a head ("
+                                                        + std::to_string(e.head) + "); the evaluator applies per-layer "
+                                                        "allocations only"};
+        layers = std::max(layers, e.layer + 1);
+    }
+    EvalScheme s;
+    s.origin = path;
+    s.layers.resize(static_cast<std::size_t>(layers));
+    std::vector<char> seen(static_cast<std::size_t>(layers), 0);
+    for (const AllocationEntry& e : file->entries) {
+        s.layers[static_cast<std::size_t>(e.layer)] = allocationScheme(e);
+        seen[static_cast<std::size_t>(e.layer)] = 1;
+    }
+    for (int l = 0; l < layers; ++l)
+        if (!seen[static_cast<std::size_t>(l)])
+            throw FieldError{field + ".allocation", path + ": layer " + std::to_string(l) + " is missing (the file gives "
+                                                        "layers up to " + std::to_string(layers - 1) + ")"};
+    s.scheme = SchemeConfig{"allocation " + std::filesystem::path(path).filename().string(),
+                            "per-layer widths of " + path, s.layers.front().key, s.layers.front().value, false};
+    return s;
+}
+
+EvalSpec evalFromJson(const json& j, const std::string& baseDirectory)
+{
+    checkKeys(j, "", {"kvlens_eval", "name", "model", "text", "tokens", "ctx", "chunks", "calibration_tokens", "schemes",
+                      "budgets", "seeds", "residual", "attribution", "parse_special", "threads", "memory_limit_mb"});
+    EvalSpec s;
+    const int version = getInt(j["kvlens_eval"], "kvlens_eval");
+    if (version != 1)
+        throw FieldError{"kvlens_eval", "format version " + std::to_string(version) + " is not supported (this build "
+                                                                                      "reads version 1)"};
+    if (j.contains("name"))
+        s.name = getString(j["name"], "name");
+    if (!j.contains("model"))
+        throw FieldError{"model", "name the model folder"};
+    s.modelDir = resolveBeside(getString(j["model"], "model"), baseDirectory);
+    if (j.contains("text"))
+        s.textFile = resolveBeside(getString(j["text"], "text"), baseDirectory);
+    if (j.contains("tokens"))
+        s.tokensFile = resolveBeside(getString(j["tokens"], "tokens"), baseDirectory);
+    using L = EvalLimits;
+    if (j.contains("ctx"))
+        s.ctx = getInt(j["ctx"], "ctx", L::kMinCtx, L::kMaxCtx);
+    if (j.contains("chunks"))
+        s.chunks = getInt(j["chunks"], "chunks", 0, L::kMaxChunks);
+    if (j.contains("calibration_tokens"))
+        s.calibrationTokens = getInt(j["calibration_tokens"], "calibration_tokens", -1, L::kMaxCtx * 16);
+    if (j.contains("schemes")) {
+        const json& list = j["schemes"];
+        if (!list.is_array())
+            throw FieldError{"schemes", "must be an array of scheme names, compositions or {\"allocation\": FILE}"};
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string field = "schemes[" + std::to_string(i) + "]";
+            if (list[i].is_object() && list[i].contains("allocation")) {
+                s.schemes.push_back(evalAllocationFromJson(list[i], field, baseDirectory));
+                continue;
+            }
+            EvalScheme e;
+            e.scheme = normalizedScheme(schemeFromJson(list[i], field));
+            s.schemes.push_back(std::move(e));
+        }
+    }
+    if (j.contains("budgets")) {
+        if (!j["budgets"].is_array())
+            throw FieldError{"budgets", "must be an array of integers in [1, 8]"};
+        s.budgets.clear();
+        for (std::size_t i = 0; i < j["budgets"].size(); ++i)
+            s.budgets.push_back(getInt(j["budgets"][i], "budgets[" + std::to_string(i) + "]", 1, 8));
+    }
+    if (j.contains("seeds")) {
+        const json& seeds = j["seeds"];
+        checkKeys(seeds, "seeds", {"first", "count"});
+        if (seeds.contains("first")) {
+            if (!seeds["first"].is_number_unsigned())
+                throw FieldError{"seeds.first", "must be a non-negative integer below 2^64"};
+            s.firstSeed = seeds["first"].get<std::uint64_t>();
+        }
+        if (seeds.contains("count"))
+            s.seedCount = getInt(seeds["count"], "seeds.count", 1, L::kMaxSeeds);
+    }
+    if (j.contains("residual"))
+        s.residual = getInt(j["residual"], "residual", 0, L::kMaxCtx);
+    if (j.contains("attribution")) {
+        const std::string a = getString(j["attribution"], "attribution");
+        if (a == "none")
+            s.attribution = Attribution::None;
+        else if (a == "layers")
+            s.attribution = Attribution::Layers;
+        else if (a == "heads")
+            s.attribution = Attribution::Heads;
+        else
+            throw FieldError{"attribution", "must be one of none, layers, heads, got '" + a + "'"};
+    }
+    if (j.contains("parse_special")) {
+        if (!j["parse_special"].is_boolean())
+            throw FieldError{"parse_special", "must be true or false"};
+        s.parseSpecialTokens = j["parse_special"].get<bool>();
+    }
+    if (j.contains("threads"))
+        s.threads = getInt(j["threads"], "threads", 0, 1024);
+    if (j.contains("memory_limit_mb"))
+        s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
+    return s;
+}
+
+} // namespace
+
+bool isEvalSpecText(std::string_view text)
+{
+    auto parsed = io::parseJsonText(text);
+    return parsed && parsed->is_object() && parsed->contains("kvlens_eval");
+}
+
+Result<EvalSpec> evalSpecFromJson(std::string_view text, const std::string& baseDirectory)
+{
+    auto parsed = io::parseJsonText(text);
+    if (!parsed)
+        return parsed.error();
+    try {
+        EvalSpec s = evalFromJson(*parsed, baseDirectory);
+        if (auto ok = checkEvalSpec(s); !ok)
+            return ok.error();
+        return s;
+    } catch (const FieldError& e) {
+        return Error{e.field, e.message};
+    } catch (const json::exception& e) {
+        return Error{"", std::string("malformed eval spec: ") + e.what()};
+    }
+}
+
+std::string evalSpecToJson(const EvalSpec& s, int indent)
+{
+    json j;
+    j["kvlens_eval"] = 1;
+    j["name"] = s.name;
+    j["model"] = s.modelDir;
+    if (!s.textFile.empty())
+        j["text"] = s.textFile;
+    if (!s.tokensFile.empty())
+        j["tokens"] = s.tokensFile;
+    j["ctx"] = s.ctx;
+    j["chunks"] = s.chunks;
+    j["calibration_tokens"] = s.calibrationTokens;
+    j["schemes"] = json::array();
+    for (const EvalScheme& e : s.schemes) {
+        if (!e.origin.empty())
+            j["schemes"].push_back(json{{"allocation", e.origin}});
+        else
+            j["schemes"].push_back(schemeJson(e.scheme));
+    }
+    j["budgets"] = s.budgets;
+    j["seeds"] = json{{"first", s.firstSeed}, {"count", s.seedCount}};
+    j["residual"] = s.residual;
+    j["attribution"] = std::string(attributionName(s.attribution));
+    j["parse_special"] = s.parseSpecialTokens;
+    j["threads"] = s.threads;
+    j["memory_limit_mb"] = s.memoryLimitMb;
+    return io::dumpJson(j, indent);
+}
+
+Result<EvalSpec> loadEvalSpecFile(const std::string& path)
+{
+    auto text = io::readRegularFile(path, io::kMaxSpecBytes);
+    if (!text)
+        return text.error();
+    auto spec = evalSpecFromJson(*text, std::filesystem::path(path).parent_path().string());
     if (!spec)
         return Error{path + (spec.error().field.empty() ? "" : ": " + spec.error().field), spec.error().message};
     return spec;

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `kvlens eval`: a model's next-token damage under each KV-cache scheme, and --batch on an eval spec.
+#pragma once
+
+#include "core/common/result.h"
+#include "core/spec/eval_spec.h"
+#include "widgets/figure_export.h"
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kvlens::app {
+
+struct EvalOptions {
+    EvalSpec spec;
+    std::string outDir;
+    bool quiet = false;
+    bool figures = true;
+    widgets::ExportOptions figure;
+};
+
+/// `kvlens eval --model DIR (--text FILE | --tokens FILE.npy) --schemes S,... [--budgets n,...]
+/// [--ctx 512] [--chunks N] [--calibration T] [--seeds FIRST[:COUNT]] [--residual R]
+/// [--attribution none|layers|heads] [--threads N] [--memory-limit MB] [--no-special] [--quiet]
+/// [--no-figures] --out DIR`, or `--spec EVAL.json` instead of the model options. Errors name the
+/// argument.
+Result<EvalOptions> parseEvalArguments(const std::vector<std::string>& args);
+
+/// Runs the evaluation and writes DIR/spec.json (the eval spec), eval_summary.csv,
+/// eval_tokens.csv, eval_layers.csv, report.txt and (with figures) DIR/figures, all through a
+/// staging directory (DIR holds all of the run or stays as it was), printing the report on `out`
+/// and a progress line with ETA on `err`. Exit status: 0, 2 refused input (nothing written), 1 a
+/// failure while writing, 130/143 interrupted (nothing written).
+int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err);
+
+/// True when `path` is a readable file holding an eval spec ("kvlens_eval"); false otherwise (an
+/// experiment spec, "default", or an unreadable file, which --batch then reports).
+bool isEvalSpecFile(const std::string& path);
+
+/// The usage lines of `kvlens eval` for --help.
+const char* evalUsage();
+
+} // namespace kvlens::app

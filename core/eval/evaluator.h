@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// kvlens eval: a transformer over text with its KV cache quantized by each scheme, against the exact
+// cache, measured as llama.cpp's KL-divergence tool measures it (without its logits file).
+#pragma once
+
+#include "core/common/result.h"
+#include "core/eval/eval_result.h"
+#include "core/lm/transformer.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvlens::eval {
+
+/// Progress and cancellation of an evaluation (called from the evaluating thread).
+struct EvalCallbacks {
+    /// done and total in work units (one unit: one token through one layer of a forward pass), and
+    /// what is running ("chunk 3 of 20: KQV n = 3").
+    std::function<void(double done, double total, const std::string& stage)> progress;
+    /// Polled between layers of every forward: true stops the evaluation, which returns what was
+    /// scored so far marked cancelled.
+    std::function<bool()> cancelled;
+};
+
+/// The quantized cache of one configuration: for every (layer, KV head) its K and V path plans, from
+/// the run's seed mixed with the cell's index (cellSeed) and calibrated on that cell's rows of the
+/// calibration text; applied causally to each chunk (encodePathCausal: groups encoded when complete,
+/// from their own rows and calibration data). A mask selects which layers (and heads) and paths are
+/// quantized (per-layer attribution); the rest stay exact.
+class CodecCache final : public lm::KvCacheHook {
+public:
+    /// Calibration rows per (layer, KV head): keys, values, and the queries of the heads reading it.
+    struct Calibration {
+        std::vector<std::vector<RowMatrixXf>> keys, values, queries; ///< [layer][kvHead]
+    };
+
+    /// Plans every cell. `layers` (size = model layers) gives each layer's scheme.
+    static Result<std::shared_ptr<const CodecCache>> plan(const std::vector<SchemeConfig>& layers, int budget,
+                                                          int kvHeads, int headDim, std::uint64_t seed,
+                                                          const Calibration* calibration);
+
+    /// A view of this cache quantizing only `layer` (kvHead -1: every head) on the chosen paths.
+    struct Mask {
+        int layer = -1;      ///< -1: every layer
+        int kvHead = -1;     ///< -1: every head
+        bool keys = true, values = true;
+    };
+    std::shared_ptr<const lm::KvCacheHook> masked(const Mask& mask) const;
+
+    bool quantizes(int) const override { return true; }
+    /// The layer's K (or V) codec group (PathPlan::causalGroup; the largest over its KV heads).
+    int causalGroup(int layer, bool keys) const override;
+    void apply(int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat,
+               RowMatrixXf& vhat) const override;
+    /// The same, on the paths and cells `mask` selects (the others copied exact).
+    void applyMasked(const Mask& mask, int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v,
+                     RowMatrixXf& khat, RowMatrixXf& vhat) const;
+
+    /// Exact bits per coordinate, mean over the cells, at `tokens` tokens.
+    double bitsK(int tokens) const;
+    double bitsV(int tokens) const;
+
+private:
+    struct Cell;
+    CodecCache() = default;
+    std::vector<std::vector<std::shared_ptr<const Cell>>> m_cells; ///< [layer][kvHead]
+    const Calibration* m_calibration = nullptr;
+};
+
+/// Runs an evaluation (the spec checked with checkEvalSpec). Loads the model (its memory need
+/// from the headers checked against spec.memoryLimitMb first), tokenizes (or reads the ids),
+/// reserves the calibration tokens, cuts the rest into chunks of spec.ctx, and per chunk runs the
+/// exact forward and every configuration's in lockstep (no logits file; one configuration's
+/// logits in memory at a time), scoring positions ctx/2 .. ctx-2 of each chunk (llama.cpp's
+/// convention: the first half is context). Bad input is refused in one line naming the file and
+/// field (the model's, the text's, a token id and its index, a text shorter than two chunks).
+Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks = {});
+
+/// The same on a model already loaded and tokens already read (tests, the window).
+Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
+                           std::optional<std::int32_t> bos, const EvalCallbacks& callbacks = {},
+                           const std::function<std::string(std::int32_t)>& tokenText = {});
+
+} // namespace kvlens::eval
