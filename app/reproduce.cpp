@@ -9,7 +9,13 @@
 #include "app/progress_line.h"
 #include "app/resources.h"
 #include "core/io/staged_dir.h"
+#include "core/analysis/eval_analysis.h"
+#include "core/analysis/model_lens.h"
+#include "core/eval/eval_files.h"
+#include "core/eval/evaluator.h"
 #include "core/report/claims.h"
+#include "core/report/claims_output.h"
+#include "core/spec/eval_spec.h"
 #include "core/report/html_report.h"
 #include "core/experiment/runner.h"
 #include "core/spec/spec_json.h"
@@ -33,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -104,6 +111,135 @@ struct PresetRun {
     ResultSet results;
     double seconds = 0.0;
 };
+
+/// The end-to-end evaluations of the report and what was derived from them.
+struct OutputRuns {
+    std::optional<eval::EvalResult> claimsRun, attributionRun, adviceRun;
+    std::string allocationJson, outputVsAttentionCsv;
+    claims::OutputRuns claims; ///< pointers into the runs above
+};
+
+/// One evaluation with a progress line (the report's clock); nullopt with status set on failure.
+std::optional<eval::EvalResult> evaluate(const EvalSpec& spec, const char* what, bool quiet,
+                                         std::chrono::steady_clock::time_point start, int& status, std::ostream& err)
+{
+    eval::EvalCallbacks callbacks;
+    callbacks.cancelled = [] { return InterruptScope::interrupted(); };
+    auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    callbacks.progress = [&](double done, double total, const std::string& stage) {
+        if (quiet)
+            return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::milliseconds(200) && done < total)
+            return;
+        last = now;
+        const double elapsed = std::chrono::duration<double>(now - start).count();
+        char line[200];
+        std::snprintf(line, sizeof line, "\rreproduce [model output] %s: %3.0f%%  %.0f s  %-60.60s", what,
+                      total > 0 ? 100.0 * done / total : 0.0, elapsed, stage.c_str());
+        err << line << std::flush;
+    };
+    auto result = eval::runEval(spec, callbacks);
+    if (!quiet)
+        err << "\n";
+    if (!result) {
+        err << "kvlens: " << what << ": " << result.error().text() << "\n";
+        status = 1;
+        return std::nullopt;
+    }
+    if (result->cancelled || InterruptScope::interrupted()) {
+        err << "kvlens: " << InterruptScope::what() << " during " << what << "; nothing written\n";
+        status = InterruptScope::exitStatus();
+        return std::nullopt;
+    }
+    return std::move(result).value();
+}
+
+/// Runs the evaluations of the end-to-end claims on the shipped model: the claims' configurations,
+/// TQ-KV's per-layer and per-head attribution, and the advice (from the attribution's curves, at
+/// 3 bits) against uniform allocations. Skipped (saying so) without the shipped model.
+int runOutputClaims(const ReproduceOptions& options, const ResultSet* map, int resamples,
+                    std::chrono::steady_clock::time_point start, OutputRuns& out, std::ostream& err)
+{
+    const std::string model = shippedModelDirectory(), text = model + "/heldout.txt";
+    if (!QFile::exists(QString::fromStdString(model + "/config.json"))) {
+        err << "kvlens: " << model << " is missing; the end-to-end claims (E1-E6) are skipped\n";
+        return 0;
+    }
+    auto shrink = [&](EvalSpec s) {
+        if (options.scale < 1.0) { // tests: fewer, shorter chunks
+            s.ctx = 256;
+            s.chunks = 4;
+        }
+        return s;
+    };
+    int status = 0;
+    out.claimsRun = evaluate(shrink(claims::outputClaimsSpec(model, text)), "claims", options.quiet, start, status, err);
+    if (status != 0)
+        return status;
+    out.attributionRun = evaluate(shrink(claims::outputAttributionSpec(model, text)), "attribution", options.quiet, start,
+                                  status, err);
+    if (status != 0)
+        return status;
+    out.claims.claims = &*out.claimsRun;
+    out.claims.attribution = &*out.attributionRun;
+    out.claims.map = map;
+    out.claims.resamples = resamples;
+    out.claims.targetBits = 3.0;
+    if (auto curves = eval::endToEndCurves(*out.attributionRun, "TQ-KV"); curves) {
+        out.claims.allocation = allocate(*curves, out.claims.targetBits);
+        out.claims.uniform = bestUniformSplit(*curves, out.claims.targetBits);
+        if (out.claims.allocation) {
+            out.allocationJson = allocationJson(*out.claims.allocation, out.claims.targetBits, 0, "kld_end_to_end");
+            out.adviceRun = evaluate(shrink(claims::adviceCheckSpec(model, text, *out.claims.allocation, out.claims.uniform)),
+                                     "advice", options.quiet, start, status, err);
+            if (status != 0)
+                return status;
+            out.claims.advice = &*out.adviceRun;
+        }
+    } else {
+        err << "kvlens: " << curves.error().text() << "\n";
+    }
+    if (map)
+        out.outputVsAttentionCsv = eval::outputVsAttentionCsv(
+            eval::outputVsAttention(*map, *out.attributionRun, "TQ-KV", out.claims.seed + 80, resamples));
+    return 0;
+}
+
+/// DIR/model_output/{claims,attribution,advice}/ as kvlens eval writes them, allocation.json and
+/// output_vs_attention.csv.
+int writeOutputRuns(const OutputRuns& out, const std::string& dir, std::ostream& err)
+{
+    const std::string base = dir + "/model_output";
+    for (const auto& [name, run] : {std::pair<const char*, const std::optional<eval::EvalResult>*>{"claims", &out.claimsRun},
+                                    {"attribution", &out.attributionRun},
+                                    {"advice", &out.adviceRun}}) {
+        if (!*run)
+            continue;
+        const std::string sub = base + "/" + name;
+        if (auto made = makeDirectories(sub); !made) {
+            err << "kvlens: " << made.error().text() << "\n";
+            return 1;
+        }
+        for (const auto& [file, text] :
+             {std::pair<std::string, std::string>{"spec.json", evalSpecToJson((*run)->spec)},
+              {"eval_summary.csv", eval::summaryCsv(**run)},
+              {"eval_layers.csv", eval::layersCsv(**run)},
+              {"report.txt", eval::reportText(**run)}})
+            if (auto ok = writeFileAtomic(sub + "/" + file, text); !ok) {
+                err << "kvlens: " << ok.error().text() << "\n";
+                return 1;
+            }
+    }
+    for (const auto& [file, text] : {std::pair<std::string, std::string>{"allocation.json", out.allocationJson},
+                                     {"output_vs_attention.csv", out.outputVsAttentionCsv}})
+        if (!text.empty())
+            if (auto ok = writeFileAtomic(base + "/" + file, text); !ok) {
+                err << "kvlens: " << ok.error().text() << "\n";
+                return 1;
+            }
+    return 0;
+}
 
 } // namespace
 
@@ -208,14 +344,23 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
         input.lowRankMarginal = &*lowMarginal;
         input.heavyTailMarginal = &*heavyMarginal;
     }
-    const std::vector<claims::Claim> claimList = claims::evaluateClaims(input);
+    std::vector<claims::Claim> claimList = claims::evaluateClaims(input);
+
+    // 3. The claims end to end, on the shipped model's output (kvlens eval).
+    OutputRuns output;
+    if (const int status = runOutputClaims(options, input.tinyModel, input.resamples, start, output, err); status != 0)
+        return status;
+    for (claims::Claim& c : claims::outputClaims(output.claims))
+        claimList.push_back(std::move(c));
     if (InterruptScope::interrupted()) {
         err << "kvlens: " << InterruptScope::what() << "; nothing written\n";
         return InterruptScope::exitStatus();
     }
 
-    // 3. Files: each preset's run as --batch writes it, then the claim figures, tables and the page.
-    const int written = writeReport(options, runs, claimList, staged->path(), start, err);
+    // 4. Files: each preset's run as --batch writes it, the evaluations, then the claim figures, tables and the page.
+    int written = writeReport(options, runs, claimList, staged->path(), start, err);
+    if (written == 0)
+        written = writeOutputRuns(output, staged->path(), err);
     return finishRun(*staged, written, reportLines(claimList, options.outDir, start), out, err);
 }
 

@@ -13,3 +13,8 @@ std::string presetDataDirectory()
 {
     return KVLENS_EXAMPLES_DIR;
 }
+
+std::string shippedModelDirectory()
+{
+    return KVLENS_MODELS_DIR "/tiny-llama";
+}

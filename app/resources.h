@@ -11,3 +11,5 @@ void initKvlensResources();
 /// Where the presets' relative data files are looked up (the shipped examples: the tiny model's
 /// dump for repro_tiny_lm.json).
 std::string presetDataDirectory();
+/// The shipped example model's folder (resources/models/tiny-llama: config, weights, held-out text).
+std::string shippedModelDirectory();

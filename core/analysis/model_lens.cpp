@@ -546,7 +546,7 @@ std::string paretoCsv(const std::vector<BitAllocation>& front)
     return csv.text();
 }
 
-std::string allocationJson(const BitAllocation& a, double targetBits, std::uint64_t specHash)
+std::string allocationJson(const BitAllocation& a, double targetBits, std::uint64_t specHash, const std::string& loss)
 {
     char hash[17];
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(specHash));
@@ -555,7 +555,7 @@ std::string allocationJson(const BitAllocation& a, double targetBits, std::uint6
         layers.push_back({{"layer", a.layers[l]}, {"k_bits", a.kBits[l]}, {"v_bits", a.vBits[l]},
                           {"scheme", "TQ (WHT + Lloyd-Max), as K-only / V-only"}});
     const nlohmann::json j = {{"format", "kvlens-allocation"}, {"spec_hash", hash}, {"target_bits", targetBits},
-                              {"bits", a.bits}, {"predicted_loss", a.loss}, {"loss", "rel_mse_t"},
+                              {"bits", a.bits}, {"predicted_loss", a.loss}, {"loss", loss},
                               {"layers", layers}};
     return j.dump(2) + "\n";
 }

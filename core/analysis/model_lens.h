@@ -112,7 +112,9 @@ std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const 
 
 std::string paretoCsv(const std::vector<BitAllocation>& front);
 /// {"format": "kvlens-allocation", "spec_hash", "target_bits", "bits", "predicted_loss", "loss":
-///  "rel_mse_t", "layers": [{"layer", "k_bits", "v_bits", "scheme": "TQ"}...]}.
-std::string allocationJson(const BitAllocation& allocation, double targetBits, std::uint64_t specHash);
+///  `loss` (what the curves measured: "rel_mse_t" for a model run's, "kld_end_to_end" for an
+///  evaluation's), "layers": [{"layer", "k_bits", "v_bits", "scheme": "TQ"}...]}.
+std::string allocationJson(const BitAllocation& allocation, double targetBits, std::uint64_t specHash,
+                           const std::string& loss = "rel_mse_t");
 
 } // namespace kvlens

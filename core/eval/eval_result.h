@@ -22,7 +22,7 @@ struct ScoredToken {
 /// One configuration: a scheme at a budget and seed, every layer quantized.
 struct ConfigurationResult {
     int scheme = 0;            ///< index into spec.schemes
-    int budget = 0;            ///< 0: a fixed-width scheme (fp16, exact, llama.cpp's types), run once whatever the budgets
+    int budget = 0;            ///< 0: a scheme whose widths the budget does not set (fp16, exact, llama.cpp's types, absolute bits), run once
     int seedIndex = 0;
     std::string name;          ///< the scheme's name
     double bitsK = 0.0, bitsV = 0.0; ///< exact bits per coordinate, mean over layers and KV heads

@@ -188,14 +188,14 @@ std::vector<SchemeConfig> layerSchemes(const EvalScheme& e, int layers)
     return e.layers;
 }
 
-/// Both paths of every layer store fixed widths (fp16, exact, llama.cpp's types): the budget n does
-/// not change the configuration, so it runs once.
+/// Both paths of every layer store widths the budget n does not set (fp16, exact, llama.cpp's types,
+/// or an absolute bits rule): the configuration is the same at every budget, so it runs once.
 bool budgetFree(const EvalScheme& e)
 {
     auto fixed = [](const SchemeConfig& s) {
         for (const PathConfig* p : {&s.key, &s.value}) {
             const PartKind* kind = findPart(p->quantizer.kind, PartRole::Quantizer);
-            if (!kind || !kind->fixedWidth)
+            if (!kind || (!kind->fixedWidth && p->bits.relative))
                 return false;
         }
         return true;

@@ -77,7 +77,9 @@ Status checkEvalSpec(const EvalSpec& s, int headDim)
             return ok;
         for (std::size_t l = 0; l < s.schemes[i].layers.size(); ++l)
             if (auto ok = validateScheme(s.schemes[i].layers[l], s.budgets, headDim,
-                                         field + " (" + s.schemes[i].origin + ", layer " + std::to_string(l) + ")");
+                                         s.schemes[i].origin.empty() ? field + ".layers[" + std::to_string(l) + "]"
+                                                                     : field + " (" + s.schemes[i].origin + ", layer "
+                                                                           + std::to_string(l) + ")");
                 !ok)
                 return ok;
     }

@@ -81,8 +81,8 @@ namespace kvlens {
 /// True when `text` is a JSON object with a "kvlens_eval" key (an eval spec, not an experiment spec).
 bool isEvalSpecText(std::string_view text);
 /// Parses an eval spec: {"kvlens_eval": 1, "name", "model", "text" | "tokens", "ctx", "chunks",
-/// "calibration_tokens", "schemes" (names, compositions, or {"allocation": FILE}: one configuration
-/// whose layers take the file's widths or llama.cpp types), "budgets", "seeds": {"first", "count"},
+/// "calibration_tokens", "schemes" (names, compositions, {"allocation": FILE}: one configuration
+/// whose layers take the file's widths or llama.cpp types, or {"name", "layers": [scheme, ...]}), "budgets", "seeds": {"first", "count"},
 /// "residual", "attribution" (none | layers | heads), "parse_special", "threads", "memory_limit_mb"}.
 /// Relative paths are looked up in `baseDirectory` first. Strict, as specFromJson; checkEvalSpec
 /// runs on the result.

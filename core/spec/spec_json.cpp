@@ -769,6 +769,21 @@ EvalSpec evalFromJson(const json& j, const std::string& baseDirectory)
                 s.schemes.push_back(evalAllocationFromJson(list[i], field, baseDirectory));
                 continue;
             }
+            if (list[i].is_object() && list[i].contains("layers")) {
+                // Per-layer schemes written inline: {"name", "layers": [scheme, ...]} (layer l takes entry l).
+                checkKeys(list[i], field, {"name", "layers"});
+                const json& layers = list[i]["layers"];
+                if (!layers.is_array() || layers.empty() || layers.size() > 4096)
+                    throw FieldError{field + ".layers", "must be a non-empty array of schemes, one per layer"};
+                EvalScheme e;
+                for (std::size_t l = 0; l < layers.size(); ++l)
+                    e.layers.push_back(normalizedScheme(schemeFromJson(layers[l], field + ".layers[" + std::to_string(l) + "]")));
+                e.scheme = e.layers.front();
+                e.scheme.name = getString(list[i].contains("name") ? list[i]["name"] : json(), field + ".name");
+                e.scheme.builtin = false;
+                s.schemes.push_back(std::move(e));
+                continue;
+            }
             EvalScheme e;
             e.scheme = normalizedScheme(schemeFromJson(list[i], field));
             s.schemes.push_back(std::move(e));
@@ -857,10 +872,16 @@ std::string evalSpecToJson(const EvalSpec& s, int indent)
     j["calibration_tokens"] = s.calibrationTokens;
     j["schemes"] = json::array();
     for (const EvalScheme& e : s.schemes) {
-        if (!e.origin.empty())
+        if (!e.origin.empty()) {
             j["schemes"].push_back(json{{"allocation", e.origin}});
-        else
+        } else if (!e.layers.empty()) {
+            json layers = json::array();
+            for (const SchemeConfig& l : e.layers)
+                layers.push_back(schemeJson(l));
+            j["schemes"].push_back(json{{"name", e.scheme.name}, {"layers", layers}});
+        } else {
             j["schemes"].push_back(schemeJson(e.scheme));
+        }
     }
     j["budgets"] = s.budgets;
     j["seeds"] = json{{"first", s.firstSeed}, {"count", s.seedCount}};

@@ -15,6 +15,12 @@ namespace {
 using kvlens::test::Run;
 using kvlens::test::runKvlens;
 
+QByteArray readAll(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
 QList<QStringList> readCsv(const QString& path)
 {
     // Enough of RFC 4180 for these files: quoted fields may hold commas and doubled quotes.
@@ -58,7 +64,10 @@ const QStringList kClaimIds = {"A1-qjl-variance",    "A2-kqv-vs-qkqv",    "A3-kl
                                "A4-recall-follows-kl", "A5-heavy-tails",  "A6-low-rank",
                                "A7-budget-crossover", "AB1-vpath-paper-a", "AB2-vpath-paper-b",
                                "B1-sq-vs-tq",        "B2-water-filling",  "C1-headq",
-                               "C2-fisher-proxy",     "M1-kv-asymmetry",   "M2-kqv-beats-qkqv"};
+                               "C2-fisher-proxy",     "M1-kv-asymmetry",   "M2-kqv-beats-qkqv",
+                               // End to end, on the shipped model's output (kvlens eval).
+                               "E1-kqv-beats-qkqv-output", "E2-headq-excess-ppl", "E3-k-dominates",
+                               "E4-sq-vs-tq-output", "E5-advisor-output", "E6-map-vs-output"};
 
 } // namespace
 
@@ -111,6 +120,12 @@ private slots:
         QVERIFY(html.contains(QStringLiteral("ε<sub>dir</sub><sup>K</sup>")));
         QVERIFY(!html.contains(QStringLiteral("ε_dir^K")));
         QVERIFY(html.contains(QStringLiteral("rel_mse_t")));
+
+        // The end-to-end evaluations are written as kvlens eval writes them, with the advice.
+        for (const char* f : {"/model_output/claims/eval_summary.csv", "/model_output/attribution/eval_layers.csv",
+                              "/model_output/advice/eval_summary.csv", "/model_output/allocation.json"})
+            QVERIFY2(QFile::exists(out + QLatin1String(f)), f);
+        QVERIFY(readAll(out + QStringLiteral("/model_output/allocation.json")).contains("\"loss\": \"kld_end_to_end\""));
 
         // claims.csv: one row per claim, and each verdict is the rule applied to its checks in checks.csv.
         const auto claimRows = readCsv(out + QStringLiteral("/claims.csv"));
