@@ -2,6 +2,7 @@
 // The evaluator on the shipped model: the exact cache costs nothing (KLD 0, PPL ratio 1 exactly),
 // a quantized cache never lets a later token reach an earlier logit, per-token statistics against
 // an independent computation from the forward's logits, attribution, and refusals.
+#include "core/analysis/eval_analysis.h"
 #include "core/eval/eval_files.h"
 #include "core/eval/evaluator.h"
 #include "core/lm/tokenizer.h"
@@ -242,6 +243,37 @@ private slots:
         auto a = runEval(allocated, model(), tokens, std::nullopt);
         QVERIFY2(a.ok(), a.ok() ? "" : a.error().text().c_str());
         KVLENS_COMPARE_ABS(a->configurations[0].summary.kld.mean, layerOne, 1e-12);
+    }
+
+    void attributionAndAdviceFindTheOnlyLayerThatMatters()
+    {
+        // The shipped model with the attention output of layers 1-3 zeroed: whatever their caches
+        // hold, only layer 0's reaches the output. The attribution must put layer 0 first (the others
+        // exactly 0) and the advisor, fed the end-to-end curves, must give layer 0 more bits.
+        lm::ModelWeights weights = model().weights();
+        for (std::size_t l = 1; l < weights.layers.size(); ++l)
+            weights.layers[l].out.setZero();
+        auto edited = lm::Transformer::create(model().config(), weights, 2);
+        QVERIFY2(edited.ok(), edited.ok() ? "" : edited.error().text().c_str());
+        EvalSpec spec = specFor({"TQ-KV"}, {2, 3, 4});
+        spec.attribution = Attribution::Layers;
+        auto r = runEval(spec, *edited, heldoutTokens(64 * 3), std::nullopt);
+        QVERIFY2(r.ok(), r.ok() ? "" : r.error().text().c_str());
+        for (const AttributionRow& a : r->attribution) {
+            if (a.layer == 0)
+                QVERIFY2(a.kld.mean > 0.0, attributionPathName(a.path));
+            else
+                QCOMPARE(a.kld.mean, 0.0);
+        }
+        auto curves = endToEndCurves(*r, "TQ-KV");
+        QVERIFY2(curves.ok(), curves.ok() ? "" : curves.error().text().c_str());
+        QCOMPARE(curves->size(), std::size_t{4});
+        const auto advice = allocate(*curves, 3.0);
+        QVERIFY(advice.has_value());
+        for (std::size_t l = 1; l < advice->layers.size(); ++l)
+            QVERIFY2(advice->kBits[0] + advice->vBits[0] > advice->kBits[l] + advice->vBits[l],
+                     qPrintable(QStringLiteral("layer 0: K%1/V%2, layer %3: K%4/V%5")
+                                    .arg(advice->kBits[0]).arg(advice->vBits[0]).arg(l).arg(advice->kBits[l]).arg(advice->vBits[l])));
     }
 
     void badInputIsRefusedNamingTheField()
