@@ -152,8 +152,9 @@ Status validateScheme(const SchemeConfig& scheme, const std::vector<int>& budget
 {
     if (scheme.name.empty())
         return Error{field + ".name", "a scheme needs a name"};
-    for (const auto& [path, site, name] : {std::tuple{scheme.key, PathSite::Keys, "k"}, std::tuple{scheme.value, PathSite::Values, "v"}}) {
+    for (const auto& [path, siteOfPath, name] : {std::tuple{scheme.key, PathSite::Keys, "k"}, std::tuple{scheme.value, PathSite::Values, "v"}}) {
         PathConfig copy = path;
+        const PathSite site = siteOfPath; // clang 14 cannot capture a structured binding in a lambda
         const std::string where = field + "." + name;
         if (auto s = normalizePath(copy, budgets, d, where); !s)
             return s;
