@@ -7,8 +7,8 @@
 // numbers matched bit for bit (max relative difference 0); the build uses -march=native, and on a
 // CPU without AVX-512 Eigen's float reductions run in another order: measured there, up to 2e-5
 // relative on continuous metrics and 3e-9 absolute on a KL of 4e-8 (float noise of a V-only run).
-// A change in a scheme's arithmetic (a codebook, a rounding rule, a transform)
-// change moves them by orders of magnitude more).
+// A change in a scheme's arithmetic (a codebook, a rounding rule, a transform) moves them by orders
+// of magnitude more.
 #include "core/analysis/result_tables.h"
 #include "core/experiment/runner.h"
 #include "core/spec/spec_json.h"
