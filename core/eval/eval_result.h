@@ -5,7 +5,9 @@
 #include "core/lm/next_token_stats.h"
 #include "core/spec/eval_spec.h"
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,14 @@ struct ScoredToken {
     std::int32_t next = 0;     ///< the correct next token
 };
 
+/// One of a position's most likely next tokens.
+struct TopToken {
+    std::int32_t token = -1;
+    float probability = 0.0f;
+};
+inline constexpr std::size_t kTopTokens = 5;
+using TopTokens = std::array<TopToken, kTopTokens>;
+
 /// One configuration: a scheme at a budget and seed, every layer quantized.
 struct ConfigurationResult {
     int scheme = 0;            ///< index into spec.schemes
@@ -27,6 +37,7 @@ struct ConfigurationResult {
     std::string name;          ///< the scheme's name
     double bitsK = 0.0, bitsV = 0.0; ///< exact bits per coordinate, mean over layers and KV heads
     std::vector<lm::TokenStat> tokens; ///< per scored position, in ScoredToken order
+    std::vector<TopTokens> top;        ///< per scored position: the 5 most likely next tokens under this cache
     lm::NextTokenSummary summary;
 };
 
@@ -55,6 +66,9 @@ struct EvalResult {
     int chunksScored = 0;
     std::vector<ScoredToken> scored;
     std::vector<std::string> tokenText; ///< the bytes of each scored position's next token, for display
+    std::vector<TopTokens> topBase;     ///< per scored position: the 5 most likely next tokens under the exact cache
+    std::vector<std::int32_t> tokens;   ///< the whole text's ids (calibration first), for the drill-down
+    std::optional<std::int32_t> bos;    ///< each chunk's first token, when the tokenizer adds one
     std::vector<ConfigurationResult> configurations;
     std::vector<AttributionRow> attribution;
     double referenceNllMean = 0.0;   ///< mean -log p_base(next) over the scored tokens

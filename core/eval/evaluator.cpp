@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 namespace kvlens::eval {
 
@@ -162,6 +164,26 @@ struct Accumulator {
     }
 };
 
+/// The kTopTokens most likely next tokens of a logits row, with their probabilities (softmax in double).
+TopTokens topOf(const Eigen::Ref<const Eigen::Matrix<float, 1, Eigen::Dynamic>>& logits)
+{
+    TopTokens out{};
+    double m = -std::numeric_limits<double>::infinity();
+    for (Eigen::Index i = 0; i < logits.size(); ++i)
+        m = std::max(m, static_cast<double>(logits[i]));
+    double z = 0.0;
+    for (Eigen::Index i = 0; i < logits.size(); ++i)
+        z += std::exp(static_cast<double>(logits[i]) - m);
+    std::vector<std::int32_t> order(static_cast<std::size_t>(logits.size()));
+    std::iota(order.begin(), order.end(), 0);
+    const auto k = std::min<std::size_t>(kTopTokens, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    for (std::size_t i = 0; i < k; ++i)
+        out[i] = TopToken{order[i], static_cast<float>(std::exp(static_cast<double>(logits[order[i]]) - m) / z)};
+    return out;
+}
+
 /// The configurations of a spec: (scheme, budget, seed), schemes outermost.
 struct Configuration {
     int scheme = 0, budget = 0, seedIndex = 0;
@@ -219,6 +241,56 @@ bool anyCalibrated(const EvalSpec& spec)
 
 } // namespace
 
+Result<CodecCache::Calibration> calibrationFromText(const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
+                                                   int calibration, int ctx, std::optional<std::int32_t> bos,
+                                                   const std::function<bool()>& cancelled)
+{
+    const lm::ModelConfig& config = model.config();
+    CodecCache::Calibration rows;
+    const int groupSize = config.heads / config.kvHeads;
+    rows.keys.assign(static_cast<std::size_t>(config.layers), std::vector<RowMatrixXf>(static_cast<std::size_t>(config.kvHeads)));
+    rows.values = rows.keys;
+    rows.queries = rows.keys;
+    if (calibration > static_cast<int>(tokens.size()))
+        return Error{"calibration_tokens", std::to_string(calibration) + " calibration tokens but the text has "
+                                               + std::to_string(tokens.size())};
+    for (int start = 0; start < calibration; start += ctx) {
+        const int count = std::min(ctx, calibration - start);
+        std::vector<std::int32_t> chunk(tokens.begin() + start, tokens.begin() + start + count);
+        if (bos)
+            chunk.front() = *bos;
+        lm::ForwardOptions options;
+        options.capture = lm::CaptureRequest{0, count};
+        options.logitsStart = count - 1;
+        options.cancelled = cancelled;
+        auto pass = model.forward(chunk, options);
+        if (!pass)
+            return pass.error();
+        for (int l = 0; l < config.layers; ++l) {
+            const lm::LayerCapture& c = pass->capture[static_cast<std::size_t>(l)];
+            for (int h = 0; h < config.kvHeads; ++h) {
+                auto append = [&](RowMatrixXf& into, const std::vector<float>& from, int head) {
+                    const Eigen::Index at = into.rows();
+                    into.conservativeResize(at + count, config.headDim);
+                    for (int t = 0; t < count; ++t)
+                        for (int j = 0; j < config.headDim; ++j)
+                            into(at + t, j) = from[(static_cast<std::size_t>(head) * count + t) * config.headDim + j];
+                };
+                append(rows.keys[l][h], c.k, h);
+                append(rows.values[l][h], c.v, h);
+                for (int g = 0; g < groupSize; ++g)
+                    append(rows.queries[l][h], c.q, h * groupSize + g);
+            }
+        }
+    }
+    return rows;
+}
+
+std::vector<SchemeConfig> configurationLayers(const EvalSpec& spec, int scheme, int layers)
+{
+    return layerSchemes(spec.schemes[static_cast<std::size_t>(scheme)], layers);
+}
+
 Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
                            std::optional<std::int32_t> bos, const EvalCallbacks& callbacks,
                            const std::function<std::string(std::int32_t)>& tokenText)
@@ -261,6 +333,8 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
     result.headDim = config.headDim;
     result.vocab = config.vocab;
     result.calibrationTokens = calibration;
+    result.tokens = tokens;
+    result.bos = bos;
 
     // Work units for progress: token-layers through forward passes.
     const long long configurationCount = spec.configurationCount();
@@ -305,39 +379,12 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
     // Calibration: the exact cache's K, V and Q over the leading tokens, per (layer, KV head).
     CodecCache::Calibration calibrationRows;
     if (calibration > 0) {
-        const int groupSize = config.heads / config.kvHeads;
-        calibrationRows.keys.assign(static_cast<std::size_t>(config.layers), std::vector<RowMatrixXf>(static_cast<std::size_t>(config.kvHeads)));
-        calibrationRows.values = calibrationRows.keys;
-        calibrationRows.queries = calibrationRows.keys;
-        for (int start = 0; start < calibration; start += ctx) {
-            const int count = std::min(ctx, calibration - start);
-            std::vector<std::int32_t> chunk(tokens.begin() + start, tokens.begin() + start + count);
-            if (bos)
-                chunk.front() = *bos;
-            lm::ForwardOptions options;
-            options.capture = lm::CaptureRequest{0, count};
-            options.logitsStart = count - 1;
-            report("calibration: " + std::to_string(start + count) + " of " + std::to_string(calibration) + " tokens");
-            auto pass = forward(chunk, options, config.layers);
-            if (!pass)
-                return pass.error().message == "cancelled" ? finish(true) : Result<EvalResult>(pass.error());
-            for (int l = 0; l < config.layers; ++l) {
-                const lm::LayerCapture& c = pass->capture[static_cast<std::size_t>(l)];
-                for (int h = 0; h < config.kvHeads; ++h) {
-                    auto append = [&](RowMatrixXf& into, const std::vector<float>& from, int head) {
-                        const Eigen::Index at = into.rows();
-                        into.conservativeResize(at + count, config.headDim);
-                        for (int t = 0; t < count; ++t)
-                            for (int j = 0; j < config.headDim; ++j)
-                                into(at + t, j) = from[(static_cast<std::size_t>(head) * count + t) * config.headDim + j];
-                    };
-                    append(calibrationRows.keys[l][h], c.k, h);
-                    append(calibrationRows.values[l][h], c.v, h);
-                    for (int g = 0; g < groupSize; ++g)
-                        append(calibrationRows.queries[l][h], c.q, h * groupSize + g);
-                }
-            }
-        }
+        report("calibration: " + std::to_string(calibration) + " tokens");
+        auto rows = calibrationFromText(model, tokens, calibration, ctx, bos, callbacks.cancelled);
+        done += static_cast<double>(calibration) * config.layers;
+        if (!rows)
+            return rows.error().message == "cancelled" ? finish(true) : Result<EvalResult>(rows.error());
+        calibrationRows = std::move(rows).value();
     }
 
     // Every configuration's cache, planned once.
@@ -415,13 +462,15 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
             }
             return Ok{};
         };
-        // The reference's own NLL (Q = base: KLD 0).
+        // The reference's own NLL (Q = base: KLD 0), and its five most likely next tokens.
         if (auto ok = scoreInto(base->logits, [&](const lm::TokenStat& t) {
                 referenceNll += t.nllBase;
                 ++referenceCount;
             });
             !ok)
             return ok.error();
+        for (int i = 0; i < scoredPerChunk; ++i)
+            result.topBase.push_back(topOf(base->logits.row(i)));
 
         for (std::size_t c = 0; c < configurations.size(); ++c) {
             const Configuration& conf = configurations[c];
@@ -438,6 +487,8 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
                 return quantized.error().message == "cancelled" ? finish(true) : Result<EvalResult>(quantized.error());
             if (auto ok = scoreInto(quantized->logits, [&](const lm::TokenStat& t) { out.tokens.push_back(t); }); !ok)
                 return ok.error();
+            for (int i = 0; i < scoredPerChunk; ++i)
+                out.top.push_back(topOf(quantized->logits.row(i)));
             if (isCancelled())
                 return finish(true);
         }

@@ -70,6 +70,14 @@ private:
     const Calibration* m_calibration = nullptr;
 };
 
+/// The exact cache's K, V and Q rows of every (layer, KV head) over the first `calibration` tokens
+/// (forward passes of at most `ctx` tokens, each chunk's first token BOS when given).
+Result<CodecCache::Calibration> calibrationFromText(const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
+                                                   int calibration, int ctx, std::optional<std::int32_t> bos,
+                                                   const std::function<bool()>& cancelled = {});
+/// Scheme `scheme` of the spec, per layer (an allocation's layers, or the scheme on every layer).
+std::vector<SchemeConfig> configurationLayers(const EvalSpec& spec, int scheme, int layers);
+
 /// Runs an evaluation (the spec checked with checkEvalSpec). Loads the model (its memory need
 /// from the headers checked against spec.memoryLimitMb first), tokenizes (or reads the ids),
 /// reserves the calibration tokens, cuts the rest into chunks of spec.ctx, and per chunk runs the

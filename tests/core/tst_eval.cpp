@@ -3,11 +3,13 @@
 // a quantized cache never lets a later token reach an earlier logit, per-token statistics against
 // an independent computation from the forward's logits, attribution, and refusals.
 #include "core/analysis/eval_analysis.h"
+#include "core/eval/drill_down.h"
 #include "core/eval/eval_files.h"
 #include "core/eval/evaluator.h"
 #include "core/lm/tokenizer.h"
 #include "core/spec/allocation.h"
 #include "common/approx.h"
+#include "common/closed_form_model.h"
 
 #include <QTest>
 
@@ -274,6 +276,45 @@ private slots:
             QVERIFY2(advice->kBits[0] + advice->vBits[0] > advice->kBits[l] + advice->vBits[l],
                      qPrintable(QStringLiteral("layer 0: K%1/V%2, layer %3: K%4/V%5")
                                     .arg(advice->kBits[0]).arg(advice->vBits[0]).arg(l).arg(advice->kBits[l]).arg(advice->vBits[l])));
+    }
+
+    void theDrillDownShowsTheKnownWeights()
+    {
+        // The one-layer closed-form model (tests/common/closed_form_model.h): head 0's exact attention
+        // of query t is softmax_j of (a u)^2 / 2 sin(t - j). The drill-down's exact strip must be it;
+        // through the exact scheme the quantized strip is the same; through a 1-bit cache it is not,
+        // and the head ranking puts the changed head first.
+        using namespace kvlens::test::closed_form;
+        const lm::Transformer m = closedFormModel(2);
+        std::vector<std::int32_t> tokens;
+        for (int i = 0; i < 64; ++i)
+            tokens.push_back((i * 7 + 3) % kVocab);
+        EvalSpec spec = specFor({"exact", "KV"}, {1}, 16);
+        auto r = runEval(spec, m, tokens, std::nullopt);
+        QVERIFY2(r.ok(), r.ok() ? "" : r.error().text().c_str());
+        for (const int scored : {0, 5, 20}) {
+            auto a = probeToken(m, *r, 0, scored, 0, 0);
+            QVERIFY2(a.ok(), a.ok() ? "" : a.error().text().c_str());
+            const std::vector<double> expected = closedFormWeights(a->position);
+            QCOMPARE(a->exact.size(), expected.size());
+            for (std::size_t j = 0; j < expected.size(); ++j) {
+                KVLENS_COMPARE_ABS(a->exact[j], expected[j], 1e-5);
+                QCOMPARE(a->quantized[j], a->exact[j]);
+            }
+            QCOMPARE(a->kl, 0.0);
+            QCOMPARE(a->keys.back(), r->scored[static_cast<std::size_t>(scored)].token); // the query's own token
+        }
+        auto q = probeToken(m, *r, 1, 20, 0, 0);
+        QVERIFY(q.ok());
+        QVERIFY(q->kl > 0.0);
+        auto ranked = headChanges(m, *r, 1, 20);
+        QVERIFY(ranked.ok());
+        QCOMPARE(ranked->size(), std::size_t{2});
+        QVERIFY((*ranked)[0].kl >= (*ranked)[1].kl);
+        // Out of range: named.
+        auto bad = probeToken(m, *r, 0, 20, 0, 5);
+        QVERIFY(!bad.ok());
+        QCOMPARE(bad.error().field, std::string("head"));
     }
 
     void badInputIsRefusedNamingTheField()
