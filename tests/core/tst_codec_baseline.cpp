@@ -2,13 +2,14 @@
 // Every number the named schemes produced before the one-codec-path refactor, reproduced after it:
 // tests/data/codec_baseline holds the summaries and trials of 24 schemes on three regimes (d 128,
 // N 512, Q 32, n 2-4, seeds 1-2) written by the code before; this reruns the specs and compares every
-// numeric column, relative tolerance 1e-4 (absolute 1e-7 near zero). Unit of replication: the trial.
-// The tolerance is set by the machine, not the refactor: on the machine that wrote the baseline the
-// numbers matched bit for bit (max relative difference 0); the build uses -march=native, and on a
-// CPU without AVX-512 Eigen's float reductions run in another order: measured there, up to 2e-5
-// relative on continuous metrics and 3e-9 absolute on a KL of 4e-8 (float noise of a V-only run).
-// A change in a scheme's arithmetic (a codebook, a rounding rule, a transform) moves them by orders
-// of magnitude more.
+// numeric column, relative tolerance 1e-5, absolute 1e-7 near zero. Unit of replication: the trial.
+// On the machine that wrote the baseline the numbers matched bit for bit (max relative difference 0).
+// The build uses -march=native, and on a CPU without AVX-512 Eigen's float reductions run in another
+// order: there 180 of the values differ by more than 1e-5 relative, all of them near zero (the
+// FP16 scheme's phi_t of 3e-4 to 8e-4 rad, SpectralQuant's mean score errors of 3e-4 to 7e-4, a
+// V-only KL maximum of 4e-8), none by more than 1.5e-8 absolute. The 1e-7 floor, below float's
+// resolution of a value of order one, keeps a 7x margin over that and still catches any change
+// of a scheme's arithmetic, which moves these numbers by orders of magnitude more.
 #include "core/analysis/result_tables.h"
 #include "core/experiment/runner.h"
 #include "core/spec/spec_json.h"
@@ -138,7 +139,7 @@ private slots:
                     const double y = std::strtod(a->second.c_str(), nullptr);
                     if (std::isnan(x) && std::isnan(y))
                         continue;
-                    const double tolerance = std::max(1e-7, 1e-4 * std::max(std::abs(x), std::abs(y)));
+                    const double tolerance = std::max(1e-7, 1e-5 * std::max(std::abs(x), std::abs(y)));
                     QVERIFY2(std::abs(x - y) <= tolerance,
                              qPrintable(QString::fromStdString(table + " " + keyOf(b, keyColumns) + " " + column + ": before "
                                                                + text + ", after " + a->second)));
