@@ -232,8 +232,8 @@ double EvalKldView::printAspect(double widthInches) const
 {
     const int rows = std::max(1, static_cast<int>(shownConfigurations().size()));
     // An axis, its label, the legend row and two footnote lines, then a row per configuration.
-    const double inches = 1.25 + 0.2 * rows + (m_page.title.isEmpty() ? 0.0 : 0.15);
-    return std::clamp(inches / widthInches, 0.45, 2.2);
+    const double inches = 1.6 + 0.22 * rows + (m_page.title.isEmpty() ? 0.0 : 0.15);
+    return std::clamp(inches / widthInches, 0.4, 2.2);
 }
 
 void EvalKldView::redraw()
@@ -315,6 +315,12 @@ void EvalKldView::redraw()
         box->addData(key, at(k.p5), at(k.p25), at(k.median), at(k.p75), at(k.p95));
         for (std::size_t m = 0; m < marks.size(); ++m)
             marks[m]->addData(key, at(k.*(markers[m].value)));
+        // The median as a line across the box (QCPStatisticalBox clips its own median away when
+        // its key axis is vertical).
+        auto* median = new QCPItemLine(m_plot);
+        median->start->setCoords(at(k.median), key - 0.28);
+        median->end->setCoords(at(k.median), key + 0.28);
+        median->setPen(QPen(Qt::black, 1.6));
         const QString label = evalConfigurationLabel(r, shown[i]);
         names->addTick(key, label);
         if (k.zeros > 0)
@@ -329,10 +335,10 @@ void EvalKldView::redraw()
     PlotWidget::tuneLogAxis(m_plot->xAxis);
     m_plot->legend->setVisible(true);
     m_plot->placeLegendBelow(3);
-    m_plot->addFootnote(QStringLiteral("box: p25 to p75, median; whiskers: p5 to p95 of %1 scored tokens")
-                            .arg(r.scored.size()));
+    QString note = QStringLiteral("box: p25 to p75 and median; whiskers: p5 to p95 (%1 tokens)").arg(r.scored.size());
     if (!withZeros.isEmpty())
-        m_plot->addFootnote(QStringLiteral("KLD = 0 drawn at the axis floor %1: %2").arg(powerText(m_floor), joinNames(withZeros, 3)));
+        note += QStringLiteral("\nKLD = 0 drawn at the axis floor %1: %2").arg(powerText(m_floor), joinNames(withZeros, 3));
+    m_plot->addFootnote(note);
     addPageTitle();
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
@@ -378,7 +384,7 @@ double EvalLayersView::printAspect(double widthInches) const
 {
     const int panels = std::max(1, m_panels);
     const double panelInches = widthInches < 5.0 ? 1.45 : 1.6;
-    const double inches = 0.95 + panelInches * panels + (m_page.title.isEmpty() ? 0.0 : 0.15);
+    const double inches = 0.95 + panelInches * panels;
     return std::clamp(inches / widthInches, 0.5, 2.4);
 }
 
@@ -440,6 +446,7 @@ void EvalLayersView::redraw()
             errors->setDataPlottable(bars);
             errors->setPen(QPen(Qt::black, 0.8));
             errors->setWhiskerWidth(3.0);
+            errors->setSymbolGap(0.0); // the whisker runs through the bar's top
             QVector<double> keys, values, minus, plus;
             for (const eval::AttributionRow* a : rows) {
                 if (a->path != p.path)
@@ -464,6 +471,9 @@ void EvalLayersView::redraw()
         // Room above the tallest interval for the panel's name.
         y->setRange(bottom < 0.0 ? bottom * 1.1 : 0.0, top > 0.0 ? top * 1.3 : 1.0);
         y->setLabel(QStringLiteral("mean KLD (nats)"));
+        for (QCPAxis* axis : {x, y})
+            axis->grid()->setZeroLinePen(Qt::NoPen); // the axes are the zero lines
+        x->grid()->setVisible(false);
         x->setLabel(QString());
         auto* name = new QCPItemText(m_plot);
         name->setClipToAxisRect(false);
@@ -483,11 +493,11 @@ void EvalLayersView::redraw()
     last->axis(QCPAxis::atBottom)->setLabel(QStringLiteral("layer quantized alone (the rest exact)"));
     m_plot->legend->setVisible(true);
     m_plot->placeLegendBelow(3);
-    m_plot->addFootnote(QStringLiteral("bars: mean KLD over %1 scored tokens; whiskers: 95% interval (mean ± 1.96 SE)")
-                            .arg(r.scored.size()));
+    QString note = QStringLiteral("bars: mean KLD over %1 tokens; whiskers: its 95% interval").arg(r.scored.size());
     if (!exact.isEmpty())
-        m_plot->addFootnote(QStringLiteral("not drawn, every layer's KLD 0 exactly: %1").arg(joinNames(exact, 3)));
-    addPageTitle();
+        note += QStringLiteral("\nnot drawn, every layer's KLD 0 exactly: %1").arg(joinNames(exact, 3));
+    m_plot->addFootnote(note);
+    // No page title: each panel names its configuration, budget included.
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -510,7 +520,7 @@ double EvalTextView::printAspect(double widthInches) const
 {
     const int lines = std::max(1, static_cast<int>(shownConfigurations().size()));
     const int legendRows = (lines + 1) / 2;
-    const double inches = (widthInches < 5.0 ? 2.1 : 2.6) + 0.16 * legendRows + 0.3 + (m_page.title.isEmpty() ? 0.0 : 0.15);
+    const double inches = (widthInches < 5.0 ? 2.4 : 2.7) + 0.16 * legendRows + 0.35 + (m_page.title.isEmpty() ? 0.0 : 0.15);
     return std::clamp(inches / widthInches, 0.45, 1.6);
 }
 
@@ -611,14 +621,12 @@ void EvalTextView::redraw()
     PlotWidget::tuneLogAxis(m_plot->yAxis);
     m_plot->legend->setVisible(true);
     m_plot->placeLegendBelow(2);
-    m_plot->addFootnote(QStringLiteral("dots: each token; lines: mean over %1 tokens; dotted: chunk boundaries").arg(m_window));
+    QString note = QStringLiteral("dots: each token; lines: mean over %1 tokens; dotted: chunks").arg(m_window);
     if (clamped > 0)
-        m_plot->addFootnote(QStringLiteral("%1 of %2 values below %3 (0 included) drawn at it")
-                                .arg(clamped)
-                                .arg(total)
-                                .arg(powerText(m_floor)));
+        note += QStringLiteral("\n%1 of %2 values below %3 (0 included) drawn at it").arg(clamped).arg(total).arg(powerText(m_floor));
     if (!exact.isEmpty())
-        m_plot->addFootnote(QStringLiteral("not drawn, KLD 0 at every token: %1").arg(joinNames(exact, 3)));
+        note += QStringLiteral("\nnot drawn, KLD 0 at every token: %1").arg(joinNames(exact, 3));
+    m_plot->addFootnote(note);
     addPageTitle();
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
