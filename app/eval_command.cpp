@@ -8,6 +8,10 @@
 #include "core/io/atomic_file.h"
 #include "core/io/file_read.h"
 #include "core/io/staged_dir.h"
+#include "widgets/eval_views.h"
+
+#include <QDir>
+#include <QString>
 
 #include <charconv>
 #include <chrono>
@@ -276,13 +280,31 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
             break;
         }
     }
+    // The figures go into the staging directory too: a failure leaves DIR as it was.
+    int figureFiles = 0;
+    std::string skippedNote;
+    if (written == 0 && options.figures) {
+        const auto outcome = widgets::exportEvalFigures(*result, QDir(QString::fromStdString(dir)).filePath(QStringLiteral("figures")),
+                                                        options.figure, QByteArray::fromStdString(evalSpecToJson(options.spec)));
+        if (!outcome.ok()) {
+            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(dir) << "\n";
+            written = kExitFailed;
+        }
+        figureFiles = static_cast<int>(outcome.written.size());
+        for (const QString& why : outcome.skipped) // a figure with nothing to draw is named, never silently absent
+            skippedNote += "no figure: " + why.toStdString() + "\n";
+    }
     std::ostringstream report;
     report << eval::reportText(*result);
     const double tokensPerSecond = result->forwardMs > 0 ? result->forwardTokens / (result->forwardMs / 1000.0) : 0.0;
     report << "\n" << result->configurations.size() << " configurations, " << result->scored.size()
            << " scored tokens each, in " << seconds(result->elapsedMs / 1000.0) << " (forward passes "
            << static_cast<long long>(tokensPerSecond) << " tokens/s)\n";
-    report << "wrote " << options.outDir << "/{spec.json, eval_summary.csv, eval_tokens.csv, eval_layers.csv, report.txt}\n";
+    report << skippedNote;
+    report << "wrote " << options.outDir << "/{spec.json, eval_summary.csv, eval_tokens.csv, eval_layers.csv, report.txt}";
+    if (options.figures)
+        report << " and " << figureFiles << " files in " << options.outDir << "/figures";
+    report << "\n";
     return finishRun(*staged, written, report.str(), out, err);
 }
 

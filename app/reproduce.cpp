@@ -21,6 +21,7 @@
 #include "core/spec/spec_json.h"
 #include "core/io/atomic_file.h"
 #include "core/io/csv.h"
+#include "widgets/eval_views.h"
 #include "widgets/figure_export.h"
 #include "widgets/plot_widget.h"
 #include "widgets/result_view.h"
@@ -206,9 +207,9 @@ int runOutputClaims(const ReproduceOptions& options, const ResultSet* map, int r
     return 0;
 }
 
-/// DIR/model_output/{claims,attribution,advice}/ as kvlens eval writes them, allocation.json and
-/// output_vs_attention.csv.
-int writeOutputRuns(const OutputRuns& out, const std::string& dir, std::ostream& err)
+/// DIR/model_output/{claims,attribution,advice}/ as kvlens eval writes them (figures/ with
+/// options.figures), allocation.json and output_vs_attention.csv.
+int writeOutputRuns(const OutputRuns& out, const std::string& dir, const ReproduceOptions& options, std::ostream& err)
 {
     const std::string base = dir + "/model_output";
     for (const auto& [name, run] : {std::pair<const char*, const std::optional<eval::EvalResult>*>{"claims", &out.claimsRun},
@@ -230,6 +231,14 @@ int writeOutputRuns(const OutputRuns& out, const std::string& dir, std::ostream&
                 err << "kvlens: " << ok.error().text() << "\n";
                 return 1;
             }
+        if (options.figures) {
+            const auto outcome = widgets::exportEvalFigures(**run, QString::fromStdString(sub + "/figures"), options.figure,
+                                                            QByteArray::fromStdString(evalSpecToJson((*run)->spec)));
+            if (!outcome.ok()) {
+                err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(sub) << "\n";
+                return 1;
+            }
+        }
     }
     for (const auto& [file, text] : {std::pair<std::string, std::string>{"allocation.json", out.allocationJson},
                                      {"output_vs_attention.csv", out.outputVsAttentionCsv}})
@@ -360,7 +369,7 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
     // 4. Files: each preset's run as --batch writes it, the evaluations, then the claim figures, tables and the page.
     int written = writeReport(options, runs, claimList, staged->path(), start, err);
     if (written == 0)
-        written = writeOutputRuns(output, staged->path(), err);
+        written = writeOutputRuns(output, staged->path(), options, err);
     return finishRun(*staged, written, reportLines(claimList, options.outDir, start), out, err);
 }
 

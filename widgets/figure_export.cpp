@@ -137,8 +137,28 @@ struct RasterizedClouds {
                         hidden << child;
                     }
         }
+        // The axes stay for the layout, but their ticks must not: those pointing into the axis
+        // rect would land in the image, drawn a second time under the vector ones and off their width.
+        struct AxisPens {
+            QCPAxis* axis;
+            QPen base, tick, subTick;
+        };
+        QList<AxisPens> axisPens;
+        for (QCPGraph* g : dense)
+            for (QCPAxis* axis : g->keyAxis()->axisRect()->axes())
+                if (std::none_of(axisPens.begin(), axisPens.end(), [axis](const AxisPens& a) { return a.axis == axis; })) {
+                    axisPens.push_back({axis, axis->basePen(), axis->tickPen(), axis->subTickPen()});
+                    axis->setBasePen(Qt::NoPen);
+                    axis->setTickPen(Qt::NoPen);
+                    axis->setSubTickPen(Qt::NoPen);
+                }
         const double scale = dpi / 72.0;
         const QPixmap page = plot.toPixmap(width, height, scale);
+        for (const AxisPens& a : axisPens) {
+            a.axis->setBasePen(a.base);
+            a.axis->setTickPen(a.tick);
+            a.axis->setSubTickPen(a.subTick);
+        }
         for (QCPLayerable* child : hidden)
             child->setVisible(true);
         for (const auto& [l, visible] : shownLayers)

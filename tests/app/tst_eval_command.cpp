@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -45,12 +46,40 @@ private slots:
         QVERIFY(summary.contains("\n\"K=q8_0,V=q4_0\",fixed,1,8.5,4.5,189,"));
         QVERIFY(r.out.contains("Mean KLD"));
         QVERIFY(r.out.contains("layers that matter most"));
+        QVERIFY(!QDir(out + QStringLiteral("/figures")).exists()); // --no-figures
         // The spec it wrote runs again through --batch, to the same numbers.
         const QString again = dir.filePath(QStringLiteral("again"));
         const auto b = runKvlens({QStringLiteral("--batch"), out + QStringLiteral("/spec.json"), QStringLiteral("--out"),
                                   again, QStringLiteral("--quiet"), QStringLiteral("--no-figures")});
         QVERIFY2(b.exitCode == 0, b.err.constData());
         QCOMPARE(readAll(again + QStringLiteral("/eval_summary.csv")), summary);
+    }
+
+    void figuresAreWrittenThroughTheStagingDirectory()
+    {
+        // exact (KLD 0 everywhere: the zeros the log axes must place) and TQ-KV n = 3, with the
+        // default attribution: every figure, each with its data and the eval spec.
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("run"));
+        const auto r = runKvlens({QStringLiteral("eval"), QStringLiteral("--model"), kModel, QStringLiteral("--text"),
+                                  kModel + QStringLiteral("/heldout.txt"), QStringLiteral("--schemes"),
+                                  QStringLiteral("exact,TQ-KV"), QStringLiteral("--budgets"), QStringLiteral("3"),
+                                  QStringLiteral("--ctx"), QStringLiteral("128"), QStringLiteral("--chunks"), QStringLiteral("3"),
+                                  QStringLiteral("--quiet"), QStringLiteral("--out"), out});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        for (const char* stem : {"eval_kld", "eval_layers", "eval_text"})
+            for (const char* ext : {".pdf", ".svg", ".png", ".csv", ".spec.json"}) {
+                const QString path = out + QStringLiteral("/figures/") + QLatin1String(stem) + QLatin1String(ext);
+                QVERIFY2(QFileInfo(path).size() > 0, qPrintable(path));
+            }
+        QCOMPARE(readAll(out + QStringLiteral("/figures/eval_kld.spec.json")), readAll(out + QStringLiteral("/spec.json")));
+        // The KLD figure's data: a row per configuration with 189 scored tokens; exact's all 0.
+        const QByteArray kld = readAll(out + QStringLiteral("/figures/eval_kld.csv"));
+        QVERIFY2(kld.contains("\nexact,exact,fixed,1,189,189,0,0,0,0,0,0,0,0\n"), kld.constData());
+        QVERIFY2(kld.contains("\nTQ-KV n=3,TQ-KV,3,1,189,"), kld.constData());
+        QVERIFY2(r.out.contains("files in " + out.toUtf8() + "/figures"), r.out.constData());
+        // Nothing of the staging directory is left beside the run.
+        QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList{QStringLiteral("run")});
     }
 
     void badInputIsRefusedAndNothingWritten_data()

@@ -125,6 +125,7 @@ private slots:
         for (const char* f : {"/model_output/claims/eval_summary.csv", "/model_output/attribution/eval_layers.csv",
                               "/model_output/advice/eval_summary.csv", "/model_output/allocation.json"})
             QVERIFY2(QFile::exists(out + QLatin1String(f)), f);
+        QVERIFY(!QDir(out + QStringLiteral("/model_output/claims/figures")).exists()); // --no-figures: none of eval's either
         QVERIFY(readAll(out + QStringLiteral("/model_output/allocation.json")).contains("\"loss\": \"kld_end_to_end\""));
 
         // claims.csv: one row per claim, and each verdict is the rule applied to its checks in checks.csv.
