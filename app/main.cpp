@@ -3,6 +3,7 @@
 #include "app/backend_factory.h"
 #include "app/batch.h"
 #include "widgets/figure_export.h"
+#include "widgets/views.h"
 #include "app/codebook_command.h"
 #include "app/eval_command.h"
 #include "app/main_window.h"
@@ -219,8 +220,7 @@ int run(int argc, char** argv)
         QStringLiteral("png"));
     const QCommandLineOption viewOption(
         QStringLiteral("view"),
-        QStringLiteral("Open on this view: shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory, "
-                       "sweep, teaching, validation."),
+        QStringLiteral("Open on this view: %1.").arg(widgets::viewIds().join(QStringLiteral(", "))),
         QStringLiteral("id"));
     parser.addOptions({widthOption, dpiOption, fontFamilyOption, fontSizeOption});
     parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
@@ -336,7 +336,7 @@ int run(int argc, char** argv)
     window.show();
     if (parser.isSet(viewOption) && !window.showView(parser.value(viewOption))) {
         std::cerr << "kvlens: --view: unknown view '" << parser.value(viewOption).toStdString()
-                  << "' (shannon_phi, scatter_6d, kl_distribution, routing_recall, comparisons, theory, sweep, teaching, validation)\n";
+                  << "' (" << widgets::viewIds().join(QStringLiteral(", ")).toStdString() << ")\n";
         return 2;
     }
     // --backend and --device apply to the window's spec as they do to a batch run's.

@@ -23,6 +23,7 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHash>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -34,11 +35,29 @@
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 
 #include <cmath>
 
 namespace kvlens::app {
+
+namespace {
+
+/// A view's name on its tab: the title, shortened where a long one would push the last tabs out of
+/// a 1280-px window.
+QString tabTitle(const QString& id, const QString& title)
+{
+    static const QHash<QString, QString> shorter{{QStringLiteral("shannon_phi"), QStringLiteral("Shannon-φ")},
+                                                 {QStringLiteral("scatter_6d"), QStringLiteral("6D scatter")},
+                                                 {QStringLiteral("kl_distribution"), QStringLiteral("KL")},
+                                                 {QStringLiteral("routing_recall"), QStringLiteral("Recall")},
+                                                 {QStringLiteral("rate_distortion"), QStringLiteral("Rate–distortion")}};
+    return shorter.value(id, title);
+}
+
+} // namespace
+
 
 namespace {
 
@@ -83,9 +102,14 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     m_views = widgets::createViews(m_tabs);
     m_validation = new widgets::ValidationView(m_tabs);
     m_views.push_back(m_validation);
+    // Eleven tabs in the width a 1280-px window leaves beside the dock: short names on the tabs,
+    // the full title and what the view shows in each tab's tooltip.
+    m_tabs->tabBar()->setExpanding(false);
+    m_tabs->setUsesScrollButtons(true);
+    m_tabs->setStyleSheet(QStringLiteral("QTabBar::tab { padding: 4px 7px; }"));
     for (widgets::ResultView* v : m_views) {
-        const int tab = m_tabs->addTab(v, v->viewTitle());
-        m_tabs->setTabToolTip(tab, v->viewDescription());
+        const int tab = m_tabs->addTab(v, tabTitle(v->viewId(), v->viewTitle()));
+        m_tabs->setTabToolTip(tab, v->viewTitle() + QStringLiteral(": ") + v->viewDescription());
         connect(v->plot(), &widgets::PlotWidget::hovered, this, [this](const QString& text) {
             if (!text.isEmpty())
                 statusBar()->showMessage(QString(text).replace(QLatin1Char('\n'), QStringLiteral("  ·  ")), 4000);
@@ -219,9 +243,11 @@ QRect MainWindow::availableScreenArea() const
 
 void MainWindow::fitToScreen()
 {
-    // At most 1280 x 820, and never more than the screen gives (minus room for the frame).
+    // 85 % of the screen and at least 1280 x 820 where that fits, never more than the screen gives
+    // (minus room for the frame): a 1366 x 768 laptop gets 1280 x 728, a 1920 x 1080 screen 1632 x 918.
     const QRect area = availableScreenArea();
-    const int width = std::min(1280, area.width() - 16), height = std::min(820, area.height() - 40);
+    const int width = std::min(std::max(1280, area.width() * 85 / 100), area.width() - 16);
+    const int height = std::min(std::max(820, area.height() * 85 / 100), area.height() - 40);
     resize(std::max(640, width), std::max(480, height));
     move(area.x() + std::max(0, (area.width() - frameGeometry().width()) / 2),
          area.y() + std::max(0, (area.height() - frameGeometry().height()) / 2));
@@ -313,6 +339,10 @@ void MainWindow::startRun()
     m_controls->setRunning(true);
     m_progress->setRange(0, static_cast<int>(std::min<long long>(spec->trialCount(), 1 << 30)));
     m_progress->setValue(0);
+    clearEta();
+    // The status line holds the finished run's numbers: none of them describe the run now starting.
+    m_status->clear();
+    m_status->setToolTip(QString());
     setMessage(QStringLiteral("running…"), false);
     emit requestRun(requestId, *spec);
 }
@@ -377,6 +407,7 @@ void MainWindow::cancelRun()
     m_jobs.cancel(); // the worker stops within one trial
     m_running = false;
     m_controls->setRunning(false);
+    clearEta();
     setMessage(QStringLiteral("cancelled; finished trials stay drawn"), false);
 }
 
@@ -390,9 +421,21 @@ void MainWindow::onStarted(quint64 id, const QString& backend, qint64 total)
     m_runClock.start();
 }
 
+void MainWindow::clearEta()
+{
+    m_progress->setFormat(QStringLiteral("%v / %m trials"));
+}
+
+QString MainWindow::progressText() const
+{
+    return m_progress->text();
+}
+
 void MainWindow::onProgress(quint64 id, qint64 done, qint64 total)
 {
-    if (!m_jobs.isNewest(id))
+    // A cancelled run keeps its id (what it finished is still drawn), and its worker may report
+    // progress until it notices the cancel: that must not bring an ETA back.
+    if (!m_jobs.isNewest(id) || !m_running)
         return;
     m_progress->setRange(0, static_cast<int>(std::min<qint64>(total, 1 << 30)));
     m_progress->setValue(static_cast<int>(std::min<qint64>(done, 1 << 30)));
@@ -423,6 +466,7 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
         return;
     m_running = false;
     m_controls->setRunning(false);
+    clearEta();
     if (!error.isEmpty()) {
         setMessage(error, true);
         emit runFinished(id, error);

@@ -51,6 +51,8 @@ public:
     const ExperimentWorker* worker() const { return m_worker; }
     /// The status line's text (backend, trials, cache use).
     QString statusText() const;
+    /// The progress bar's text as drawn ("12 / 72 trials · ETA 3 s").
+    QString progressText() const;
     /// The message beside it: what the last action did ("wrote 42 files…; skipped: …").
     QString messageText() const;
     /// Exports `views` into `dir` as File → Export does after its dialog (exportViews: the spec of
@@ -80,7 +82,8 @@ public slots:
     /// Runs paper B's validation of the controls' spec (three runs) on the worker.
     void startValidation();
 
-    /// Sizes the window to the screen's available area (at most 1280 x 820) and centres it.
+    /// Sizes the window to 85 % of the screen's available area (at least 1280 x 820 where that fits,
+    /// never more than the screen) and centres it.
     void fitToScreen();
     /// Whether the window lies within the screen's available area.
     bool fitsScreen() const;
@@ -109,6 +112,8 @@ private:
     void onFinished(quint64 id, const widgets::ViewData& data, const QString& error, bool cancelled, double ms);
     void onValidationFinished(quint64 id, const widgets::ValidationData& data, const QString& error);
     void populateBackends();
+    /// The progress bar without an ETA (a run starting, cancelled or finished).
+    void clearEta();
     void showData(const widgets::ViewData& data);
     void setMessage(const QString& text, bool error);
     void openSpec();

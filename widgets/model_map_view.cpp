@@ -4,7 +4,6 @@
 
 #include <QComboBox>
 #include <QSignalBlocker>
-#include <QToolTip>
 
 #include <cmath>
 #include <limits>
@@ -81,12 +80,9 @@ ModelMapView::ModelMapView(QWidget* parent) : ResultView(parent)
     addOption(QStringLiteral("vs:"), m_versus);
     addOption(QStringLiteral("Budget:"), m_budget);
     setToolTip(viewDescription());
-    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+    m_plot->setHoverProvider([this](const QPointF& pos) {
         int layer = 0, head = 0;
-        if (cellAt(event->pos(), layer, head))
-            QToolTip::showText(event->globalPosition().toPoint(), cellText(layer, head), m_plot);
-        else
-            QToolTip::hideText();
+        return cellAt(pos.toPoint(), layer, head) ? cellText(layer, head) : QString();
     });
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         int layer = 0, head = 0;
@@ -170,6 +166,14 @@ bool ModelMapView::cellAt(const QPoint& pos, int& layer, int& head) const
     layer = static_cast<int>(std::lround(y));
     return m_map->keyAxis()->axisRect()->rect().contains(pos) && head >= 0 && head < m_heads && layer >= 0
            && layer < m_layers;
+}
+
+QPoint ModelMapView::cellCenter(int layer, int head) const
+{
+    if (!m_map || layer < 0 || head < 0 || layer >= m_layers || head >= m_heads)
+        return {-1, -1};
+    return {static_cast<int>(std::lround(m_map->keyAxis()->coordToPixel(head))),
+            static_cast<int>(std::lround(m_map->valueAxis()->coordToPixel(layer)))};
 }
 
 double ModelMapView::cellValue(int layer, int head) const

@@ -45,6 +45,8 @@ public:
     void activateCell(int layer, int head);
     /// The read-out of a cell (what hovering shows).
     QString cellText(int layer, int head) const;
+    /// Where cell (layer, head) is drawn, in the plot's pixels (tests hover there); (-1, -1) when not drawn.
+    QPoint cellCenter(int layer, int head) const;
 
 signals:
     /// A cell was clicked: make (layer, head) the current experiment.

@@ -865,14 +865,20 @@ void PlotWidget::mouseMoveEvent(QMouseEvent* event)
             }
         }
     }
-    if (bestGraph) {
-        const QString text = describePoint(bestGraph, bestIndex);
+    // One place decides what the cursor is over: a point of a graph, else what the view's hover
+    // provider says (a heatmap cell). A view that showed its own tooltip from the mouseMove signal
+    // would have it hidden here the same instant, since the signal fires before this runs.
+    QString text;
+    if (bestGraph)
+        text = describePoint(bestGraph, bestIndex);
+    else if (m_hoverProvider)
+        text = m_hoverProvider(pos);
+    m_hoverText = text;
+    if (!text.isEmpty())
         QToolTip::showText(event->globalPosition().toPoint(), text, this);
-        emit hovered(text);
-    } else {
+    else
         QToolTip::hideText();
-        emit hovered(QString());
-    }
+    emit hovered(text);
 }
 
 } // namespace kvlens::widgets

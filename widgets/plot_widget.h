@@ -11,6 +11,7 @@
 #include <QString>
 #include <QVector>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -144,8 +145,16 @@ public:
     std::shared_ptr<StyleState> saveStyle();
     void restoreStyle(const StyleState& state);
 
+    /// Read-out for places that are not a graph's point (a heatmap's cells, a bar): called on every
+    /// mouse move the graphs do not answer; an empty string means nothing is under the cursor. The
+    /// text shows as the tooltip and in hovered(), like a point's.
+    void setHoverProvider(std::function<QString(const QPointF&)> provider) { m_hoverProvider = std::move(provider); }
+    /// The read-out shown for the last mouse move ("" when nothing was under the cursor).
+    QString hoverText() const { return m_hoverText; }
+
 signals:
-    /// Emitted with the read-out text whenever the cursor is over a data point ("" otherwise).
+    /// Emitted with the read-out text whenever the cursor is over a data point or a place the
+    /// hover provider describes ("" otherwise).
     void hovered(const QString& text);
 
 protected:
@@ -157,6 +166,8 @@ private:
     void applyHidden();
 
     QList<QCPAbstractPlottable*> m_series;
+    std::function<QString(const QPointF&)> m_hoverProvider;
+    QString m_hoverText;
     QSet<QString> m_hidden;
     bool m_showAll = false;
     double m_minimumPointSize = 0.0;

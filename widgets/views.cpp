@@ -23,4 +23,12 @@ std::vector<ResultView*> createViews(QWidget* parent)
             new TeachingView(parent)};
 }
 
+QStringList viewIds()
+{
+    return {QStringLiteral("shannon_phi"),     QStringLiteral("scatter_6d"), QStringLiteral("kl_distribution"),
+            QStringLiteral("routing_recall"),  QStringLiteral("comparisons"), QStringLiteral("theory"),
+            QStringLiteral("sweep"),           QStringLiteral("rate_distortion"), QStringLiteral("model_map"),
+            QStringLiteral("teaching"),        QStringLiteral("validation")};
+}
+
 } // namespace kvlens::widgets

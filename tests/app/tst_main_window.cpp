@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 #include <QElapsedTimer>
+#include <QMouseEvent>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QSpinBox>
@@ -445,6 +446,27 @@ private slots:
         };
         map->resize(900, 650);
         QVERIFY(redPixels(map->plot()->toPixmap(600, 450).toImage()) > 20);
+        // Hovering a cell shows its numbers, and they stay: the plot's own move handler used to hide
+        // the map's tooltip the instant it appeared.
+        {
+            map->show();
+            map->plot()->replot();
+            QSignalSpy hovered(map->plot(), &widgets::PlotWidget::hovered);
+            const QPoint at = map->cellCenter(1, 3);
+            QVERIFY(at.x() >= 0);
+            QMouseEvent move(QEvent::MouseMove, QPointF(at), map->plot()->mapToGlobal(QPointF(at)), Qt::NoButton,
+                             Qt::NoButton, Qt::NoModifier);
+            QCoreApplication::sendEvent(map->plot(), &move);
+            QCOMPARE(hovered.count(), 1);
+            QCOMPARE(hovered.at(0).at(0).toString(), map->cellText(1, 3));
+            QCOMPARE(map->plot()->hoverText(), map->cellText(1, 3));
+            QVERIFY(map->cellText(1, 3).contains(QStringLiteral("layer 1, head 3")));
+            // Off the map: nothing.
+            QMouseEvent away(QEvent::MouseMove, QPointF(2, 2), map->plot()->mapToGlobal(QPointF(2, 2)), Qt::NoButton,
+                             Qt::NoButton, Qt::NoModifier);
+            QCoreApplication::sendEvent(map->plot(), &away);
+            QCOMPARE(map->plot()->hoverText(), QString());
+        }
         QTemporaryDir dir;
         widgets::ExportOptions options;
         options.pdf = options.svg = false;

@@ -19,6 +19,7 @@
 #include <QScreen>
 #include <QSignalSpy>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTest>
 
@@ -87,6 +88,18 @@ private slots:
         };
         inside("opened");
         const QSize opened = window.size();
+        // Every tab in view at once: no scrolling the tab bar to find the last views.
+        {
+            auto* tabWidget = window.findChild<QTabWidget*>();
+            QVERIFY(tabWidget);
+            QTabBar* bar = tabWidget->tabBar();
+            int needed = 0;
+            for (int i = 0; i < bar->count(); ++i)
+                needed += bar->tabSizeHint(i).width();
+            QVERIFY2(needed <= tabWidget->width(), qPrintable(QStringLiteral("tabs need %1 px, the tab widget is %2 px wide")
+                                                                   .arg(needed)
+                                                                   .arg(tabWidget->width())));
+        }
 
         // A run, then every tab visited.
         QSignalSpy done(&window, &MainWindow::runFinished);
@@ -155,6 +168,33 @@ private slots:
         window.loadSpec(kvlens::defaultSpec(), false);
         for (QDoubleSpinBox* box : panel->findChildren<QDoubleSpinBox*>())
             QVERIFY2(!box->suffix().contains(QStringLiteral("swept")), qPrintable(box->objectName()));
+    }
+
+    void theEtaAndTheLastRunsNumbersGoWhenTheyNoLongerHold()
+    {
+        initKvlensResources();
+        MainWindow window(false);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QSignalSpy done(&window, &MainWindow::runFinished);
+        window.loadSpec(kvlens::defaultSpec(), true);
+        QVERIFY(done.wait(60000));
+        QVERIFY(!window.statusText().isEmpty()); // the finished run's numbers
+        // A run long enough to show an ETA (it appears after a second and a finished trial).
+        const auto slow = kvlens::specFromJson(R"({"regime": {"name": "gaussian"}, "d": 256, "tokens": 4096,
+            "queries": 256, "schemes": ["KV", "KQV", "QKQV"], "budgets": [2, 3, 4], "seeds": {"count": 64}})");
+        QVERIFY2(slow.ok(), slow.ok() ? "" : slow.error().text().c_str());
+        window.loadSpec(*slow, true);
+        // The status line no longer shows the previous run's numbers.
+        QCOMPARE(window.statusText(), QString());
+        QTRY_VERIFY_WITH_TIMEOUT(window.progressText().contains(QStringLiteral("ETA")), 30000);
+        QVERIFY(!window.progressText().contains(QLatin1Char('\n')));
+        window.cancelRun();
+        QVERIFY2(!window.progressText().contains(QStringLiteral("ETA")), qPrintable(window.progressText()));
+        // The worker's last reports before it notices the cancel must not bring it back.
+        QVERIFY(done.wait(60000));
+        QTest::qWait(200);
+        QVERIFY2(!window.progressText().contains(QStringLiteral("ETA")), qPrintable(window.progressText()));
     }
 
     void aSavedGeometryThatNoLongerFitsIsNotRestored()
