@@ -220,7 +220,7 @@ int run(int argc, char** argv)
         QStringLiteral("png"));
     const QCommandLineOption viewOption(
         QStringLiteral("view"),
-        QStringLiteral("Open on this view: %1.").arg(widgets::viewIds().join(QStringLiteral(", "))),
+        QStringLiteral("Open on this view: %1.").arg(kvlens::widgets::viewIds().join(QStringLiteral(", "))),
         QStringLiteral("id"));
     parser.addOptions({widthOption, dpiOption, fontFamilyOption, fontSizeOption});
     parser.addOptions({batchOption, outOption, threadsOption, backendOption, deviceOption, devicesOption, validateOption,
@@ -336,7 +336,7 @@ int run(int argc, char** argv)
     window.show();
     if (parser.isSet(viewOption) && !window.showView(parser.value(viewOption))) {
         std::cerr << "kvlens: --view: unknown view '" << parser.value(viewOption).toStdString()
-                  << "' (" << widgets::viewIds().join(QStringLiteral(", ")).toStdString() << ")\n";
+                  << "' (" << kvlens::widgets::viewIds().join(QStringLiteral(", ")).toStdString() << ")\n";
         return 2;
     }
     // --backend and --device apply to the window's spec as they do to a batch run's.
