@@ -12,6 +12,7 @@
 #include "core/experiment/shard.h"
 #include "core/spec/allocation.h"
 #include "core/spec/spec_json.h"
+#include "core/common/format.h"
 #include "core/io/atomic_file.h"
 #include "core/io/fault.h"
 #include "core/analysis/result_tables.h"
@@ -33,6 +34,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <set>
 #include <cstdio>
 #include <optional>
 #include <ostream>
@@ -228,17 +231,27 @@ int finishRun(io::StagedDirectory& staged, int written, const std::string& repor
 
 namespace {
 
-/// The advisor's front as a figure: the predicted front (average bits against summed output
-/// error), the advice's predicted point, and what each allocation measured when it was rerun,
-/// with 95% intervals.
-claims::Figure advisorFigure(const std::vector<BitAllocation>& front, const BitAllocation& advice,
-                             const std::vector<AllocationCheck>& checks, double targetBits)
+/// One target's advice and what its rerun measured (checks: the advice first).
+struct TargetAdvice {
+    double target = 0.0;
+    BitAllocation advice;
+    std::vector<AllocationCheck> checks;
+};
+
+/// The advisor's front as a figure: the predicted front (average bits against summed loss), each
+/// target's predicted advice, and what each allocation measured when it was rerun, with 95%
+/// intervals. One target: a series per rerun allocation, named as it ran; several: one series per
+/// kind (the advice, the best uniform split, TQ-KV, KQV) with a point per target.
+claims::Figure advisorFigure(const std::vector<BitAllocation>& front, const std::vector<TargetAdvice>& targets,
+                             const AdvisorOptions& objective)
 {
     claims::Figure fig;
     fig.id = "pareto_front";
     fig.title = "The K/V bit-allocation advisor: predicted front and measured allocations";
     fig.xLabel = "average bits per coordinate";
-    fig.yLabel = "summed output rel. error (layers)";
+    const bool plain = objective.objective == AdvisorStatistic::Mean && objective.loss == AdvisorLoss::RelMseT;
+    fig.yLabel = plain ? "summed output rel. error (layers)"
+                       : "summed " + advisorObjectiveText(objective) + " (layers)";
     fig.logY = true;
     claims::Series line{"predicted front", {}, {}, {}, {}, true};
     for (const BitAllocation& a : front) {
@@ -246,16 +259,69 @@ claims::Figure advisorFigure(const std::vector<BitAllocation>& front, const BitA
         line.y.push_back(a.loss);
     }
     fig.series.push_back(line);
-    fig.series.push_back({"predicted advice", {advice.bits}, {advice.loss}, {}, {}, false});
-    for (const AllocationCheck& c : checks) // measured: rerun as its own experiment
-        fig.series.push_back({c.name, {c.bits}, {c.measured}, {c.low}, {c.high}, false});
-    char caption[256];
-    std::snprintf(caption, sizeof caption,
-                  "Target %.3g bits per coordinate (K and V, overheads included). The front and the advice are predicted "
-                  "from the K-only and V-only curves; the other points are measured, each allocation rerun as its own "
-                  "experiment, with its 95%% interval.",
-                  targetBits);
-    fig.caption = caption;
+    claims::Series predicted{"predicted advice", {}, {}, {}, {}, false};
+    for (const TargetAdvice& t : targets) {
+        predicted.x.push_back(t.advice.bits);
+        predicted.y.push_back(t.advice.loss);
+    }
+    fig.series.push_back(predicted);
+    // The series a check joins: its own name for one target; its kind for several.
+    auto seriesName = [&](std::size_t index, const std::string& name) {
+        if (targets.size() == 1)
+            return name;
+        if (index == 0)
+            return std::string("advice");
+        if (name.rfind("uniform ", 0) == 0)
+            return std::string("best uniform split");
+        const auto at = name.find(" n = ");
+        return at == std::string::npos ? name : name.substr(0, at);
+    };
+    std::map<std::string, std::size_t> seriesOf;
+    std::set<std::string> seen; // a plain scheme at one budget is the same rerun for every target
+    for (const TargetAdvice& t : targets)
+        for (std::size_t i = 0; i < t.checks.size(); ++i) {
+            const AllocationCheck& c = t.checks[i];
+            if (i > 0 && !seen.insert(c.name).second)
+                continue;
+            const std::string name = seriesName(i, c.name);
+            if (!seriesOf.count(name)) {
+                seriesOf[name] = fig.series.size();
+                fig.series.push_back({name, {}, {}, {}, {}, false});
+            }
+            claims::Series& s = fig.series[seriesOf[name]];
+            s.x.push_back(c.bits);
+            s.y.push_back(c.measured);
+            s.low.push_back(c.low);
+            s.high.push_back(c.high);
+        }
+    // Points in ascending x: a graph keeps its data sorted by key, its error bars in the order given.
+    for (claims::Series& s : fig.series) {
+        if (s.line)
+            continue;
+        std::vector<std::size_t> order(s.x.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s.x[a] < s.x[b]; });
+        auto permuted = [&](const std::vector<double>& v) {
+            std::vector<double> out;
+            if (v.size() == order.size())
+                for (const std::size_t k : order)
+                    out.push_back(v[k]);
+            return out;
+        };
+        s.x = permuted(s.x);
+        s.y = permuted(s.y);
+        s.low = permuted(s.low);
+        s.high = permuted(s.high);
+    }
+    std::string which;
+    for (std::size_t i = 0; i < targets.size(); ++i)
+        which += (i ? (i + 1 == targets.size() ? " and " : ", ") : "") + formatNumber(targets[i].target);
+    fig.caption = std::string(targets.size() == 1 ? "Target " : "Targets ") + which
+                  + " bits per coordinate (K and V, overheads included). The front and the advice are predicted from "
+                    "the K-only and V-only curves; the other points are measured, each allocation rerun as its own "
+                    "experiment, with its 95% interval.";
+    if (targets.size() > 1)
+        fig.caption += " Each series has a point per target; the plain schemes run at the target's whole bits.";
     return fig;
 }
 
@@ -280,7 +346,8 @@ std::string clippedTable(const std::string& table, const char* file)
 /// the check would measure other data than every other table).
 Result<std::vector<AllocationCheck>> checkAllocation(const ResultSet& results, const BitAllocation& advice,
                                                      const std::optional<BitAllocation>& uniform, int budget,
-                                                     Progress& progress, std::string& note, const CancelToken& cancel)
+                                                     const AdvisorOptions& objective, Progress& progress,
+                                                     std::string& note, const CancelToken& cancel)
 {
     if (results.dataHash != 0 && static_cast<int>(results.pointDataHashes.size()) != results.spec.pointCount()) {
         note = "the run's manifests have no per-point data hashes (an older version's shards), so the files "
@@ -295,6 +362,7 @@ Result<std::vector<AllocationCheck>> checkAllocation(const ResultSet& results, c
     spec.backend = BackendKind::Cpu;
     spec.fallback.clear();
     spec.budgets = {budget};
+    spec.advisor = AdvisorOptions{}; // the rerun advises nothing (its one budget may exceed the targets)
     spec.schemes.clear();
     std::map<std::pair<int, int>, int> pairScheme;
     std::map<int, int> layerScheme;
@@ -348,14 +416,15 @@ Result<std::vector<AllocationCheck>> checkAllocation(const ResultSet& results, c
                                       const auto it = layerScheme.find(cells[static_cast<std::size_t>(t.key.point)].layer);
                                       return it != layerScheme.end() && t.key.scheme == it->second;
                                   }),
-                                  "advice", advice.loss));
+                                  "advice", advice.loss, objective));
     if (uniformScheme >= 0)
         checks.push_back(measuredLoss(only([&](const TrialResult& t) { return t.key.scheme == uniformScheme; }),
-                                      spec.schemes[static_cast<std::size_t>(uniformScheme)].name, uniform->loss));
+                                      spec.schemes[static_cast<std::size_t>(uniformScheme)].name, uniform->loss,
+                                      objective));
     for (int s = plain; s < plain + 2; ++s)
         checks.push_back(measuredLoss(only([&](const TrialResult& t) { return t.key.scheme == s; }),
                                       spec.schemes[static_cast<std::size_t>(s)].name + " n = " + std::to_string(budget),
-                                      std::numeric_limits<double>::quiet_NaN()));
+                                      std::numeric_limits<double>::quiet_NaN(), objective));
     return checks;
 }
 
@@ -405,7 +474,8 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
     if (const auto map = modelMap(results); !map.empty()) {
         std::vector<std::pair<std::string, std::string>> extra{{"model_map.csv", modelMapCsv(results, map)}};
         const auto sensitivity = kvSensitivity(results);
-        const auto curvesOrError = layerCurves(results);
+        const AdvisorOptions& objective = results.spec.advisor;
+        const auto curvesOrError = layerCurves(results, objective);
         const std::vector<LayerCurves> curves = curvesOrError ? *curvesOrError : std::vector<LayerCurves>{};
         if (!sensitivity.empty())
             extra.emplace_back("kv_sensitivity.csv", kvSensitivityCsv(sensitivity));
@@ -417,15 +487,46 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
         if (!sensitivity.empty() && !curves.empty()) {
             const auto front = paretoFront(curves);
             extra.emplace_back("pareto.csv", paretoCsv(front));
-            constexpr double kTargetBits = 3.0;
-            modelText = modelLensText(sensitivity, curves, kTargetBits);
-            if (const auto advice = allocate(curves, kTargetBits)) {
-                extra.emplace_back("allocation.json", allocationJson(*advice, kTargetBits, manifest.specHash));
+            const std::vector<double> targets = objective.targets();
+            const bool several = targets.size() > 1;
+            modelText = kvSensitivityText(sensitivity);
+            if (!(objective == AdvisorOptions{}))
+                modelText += "advisor: minimizing the summed " + advisorObjectiveText(objective) + " over layers\n";
+            std::vector<TargetAdvice> shown;
+            for (std::size_t i = 0; i < targets.size(); ++i) {
+                const double target = targets[i];
+                modelText += advisorText(curves, target, objective);
+                const auto advice = allocate(curves, target);
+                if (!advice)
+                    continue;
+                // allocation.json is the first target's, as it always was; several targets each get their own
+                // files too, named by the target ("allocation_2.5.json").
+                const std::string tag = "_" + formatNumber(target);
+                const AllocationFile file = allocationFile(*advice, target, manifest.specHash,
+                                                           std::string(advisorLossName(objective.loss)),
+                                                           std::string(advisorStatisticName(objective.objective)));
+                const std::string json = allocationToJson(file), layersCsv = allocationLayersCsv(file);
+                if (i == 0) {
+                    extra.emplace_back("allocation.json", json);
+                    extra.emplace_back("allocation_layers.csv", layersCsv);
+                }
+                if (several) {
+                    extra.emplace_back("allocation" + tag + ".json", json);
+                    extra.emplace_back("allocation_layers" + tag + ".csv", layersCsv);
+                }
+                const LlamaCppTypes llama = llamaCppTypes(file.entries);
+                modelText += "llama.cpp: " + (llama.ctk.empty() ? llama.note : llama.args()) + "\n";
                 std::string note;
                 io::faultPoint("advisor"); // tests replace the dump here: the rerun must not read it as the run's
-                ProgressLine progress(err, quiet, "checking the advice:");
-                const auto checked = checkAllocation(results, *advice, bestUniformSplit(curves, kTargetBits),
-                                                     static_cast<int>(std::lround(kTargetBits)), progress, note, cancel);
+                ProgressLine progress(err, quiet,
+                                      several ? "checking the advice at " + formatNumber(target) + " bits:"
+                                              : std::string("checking the advice:"));
+                // The plain schemes run at the target's whole bits (3 for 3.5): none of them costs more than
+                // the target before overheads.
+                const int budget = std::clamp(static_cast<int>(std::floor(target)), SpecLimits::kMinBudget,
+                                              SpecLimits::kMaxBudget);
+                const auto checked = checkAllocation(results, *advice, bestUniformSplit(curves, target), budget,
+                                                     objective, progress, note, cancel);
                 if (InterruptScope::interrupted())
                     return InterruptScope::exitStatus();
                 if (!checked) {
@@ -434,13 +535,18 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
                 }
                 const std::vector<AllocationCheck>& checks = *checked;
                 if (!checks.empty()) {
-                    extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
-                    modelText += allocationChecksText(checks);
-                    advisor = advisorFigure(front, *advice, checks, kTargetBits);
+                    if (i == 0)
+                        extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
+                    if (several)
+                        extra.emplace_back("allocation_check" + tag + ".csv", allocationChecksCsv(checks));
+                    modelText += allocationChecksText(checks, objective);
+                    shown.push_back({target, *advice, checks});
                 } else {
                     modelText += "the advice was not rerun: " + note + "\n";
                 }
             }
+            if (!shown.empty())
+                advisor = advisorFigure(front, shown, objective);
         }
         for (const auto& [name, contents] : extra) {
             if (auto written = writeFileAtomic(dir + name, contents); !written) {
@@ -449,6 +555,9 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
             }
             modelFiles.push_back(name);
         }
+    } else if (!(results.spec.advisor == AdvisorOptions{})) {
+        modelText += "advisor: not run: the spec's \"advisor\" applies to a model run (regime \"model\") with the "
+                     "schemes K-only and V-only\n";
     }
     io::faultPoint("writing");
     // Every view as PDF, SVG and PNG (single-column width) with its data and the spec.

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 namespace kvlens {
 
@@ -82,7 +83,78 @@ double percentile99(std::vector<float> v)
     return v[lo] + (h - static_cast<double>(lo)) * (static_cast<double>(v[hi]) - v[lo]);
 }
 
+/// A statistic of per-query values and its 95% interval (see measuredLoss); non-finite values are
+/// counted apart and left out.
+struct Estimate {
+    double value = kNan, low = kNan, high = kNan;
+    long long n = 0, nonFinite = 0;
+};
+
+Estimate estimate(const std::vector<float>& values, AdvisorStatistic statistic)
+{
+    Estimate e;
+    if (statistic == AdvisorStatistic::Mean) {
+        Mean m;
+        for (float x : values)
+            m.add(x);
+        e.value = m.mean();
+        std::tie(e.low, e.high) = m.interval();
+        e.n = m.n;
+        e.nonFinite = m.nonFinite;
+        return e;
+    }
+    std::vector<double> v;
+    v.reserve(values.size());
+    for (float x : values) {
+        if (std::isfinite(x))
+            v.push_back(x);
+        else
+            ++e.nonFinite;
+    }
+    e.n = static_cast<long long>(v.size());
+    if (v.empty())
+        return e;
+    std::sort(v.begin(), v.end());
+    const double p = statistic == AdvisorStatistic::Median ? 0.5 : 0.99;
+    const double n = static_cast<double>(v.size());
+    // Type 7 (linear) interpolation, as percentile99 and NumPy's default.
+    const double h = (n - 1.0) * p;
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    e.value = v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+    if (v.size() < 2)
+        return e;
+    // Distribution-free: the order statistics of ranks n p -+ z sqrt(n p (1 - p)) (1-based), clipped.
+    const double half = kZ * std::sqrt(n * p * (1.0 - p));
+    const auto rank = [&](double r) {
+        return static_cast<std::size_t>(std::clamp(r, 1.0, n)) - 1;
+    };
+    e.low = v[rank(std::floor(n * p - half))];
+    e.high = v[rank(std::ceil(n * p + half))];
+    return e;
+}
+
+const std::vector<float>& lossValues(const TrialResult& t, AdvisorLoss loss)
+{
+    return loss == AdvisorLoss::Kl ? t.kl : t.relMseT;
+}
+
+std::string lossText(AdvisorLoss loss)
+{
+    return loss == AdvisorLoss::Kl ? "KL" : "output relative error";
+}
+
 } // namespace
+
+std::string advisorObjectiveText(const AdvisorOptions& o)
+{
+    switch (o.objective) {
+    case AdvisorStatistic::Mean: return "mean " + lossText(o.loss);
+    case AdvisorStatistic::Median: return "median " + lossText(o.loss);
+    case AdvisorStatistic::P99: return "p99 of the " + lossText(o.loss);
+    }
+    return lossText(o.loss);
+}
 
 std::vector<ModelCell> modelCells(const ResultSet& results)
 {
@@ -159,8 +231,10 @@ namespace {
 /// KL, and the bits each stored. Empty when the run lacks either scheme.
 struct SplitDamage {
     Mean kRelT, vRelT, kKl, kBits, vBits;
+    std::vector<float> kValues, vValues; ///< the advisor's per-query loss (kept only when asked for)
 };
-std::map<std::pair<int, int>, SplitDamage> splitDamage(const ResultSet& results)
+std::map<std::pair<int, int>, SplitDamage> splitDamage(const ResultSet& results,
+                                                       std::optional<AdvisorLoss> keep = std::nullopt)
 {
     std::map<std::pair<int, int>, SplitDamage> acc;
     const std::vector<ModelCell> cells = modelCells(results);
@@ -174,6 +248,11 @@ std::map<std::pair<int, int>, SplitDamage> splitDamage(const ResultSet& results)
         const bool k = t.key.scheme == kOnly;
         for (float x : t.relMseT)
             (k ? a.kRelT : a.vRelT).add(x);
+        if (keep) {
+            const std::vector<float>& values = lossValues(t, *keep);
+            auto& into = k ? a.kValues : a.vValues;
+            into.insert(into.end(), values.begin(), values.end());
+        }
         if (k) {
             for (float x : t.kl)
                 a.kKl.add(x);
@@ -216,6 +295,7 @@ BitAllocation evaluateAllocation(const std::vector<LayerCurves>& layers, const s
         a.layers.push_back(c.layer);
         a.kBits.push_back(c.kBits[k]);
         a.vBits.push_back(c.vBits[v]);
+        a.layerBits.push_back(0.5 * (c.kCost[k] + c.vCost[v]));
         a.bits += 0.5 * (c.kCost[k] + c.vCost[v]);
         a.loss += c.kLoss[k] + c.vLoss[v];
     }
@@ -352,10 +432,10 @@ std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, do
     return best;
 }
 
-Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results)
+Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results, const AdvisorOptions& objective)
 {
     std::vector<LayerCurves> out;
-    const std::map<std::pair<int, int>, SplitDamage> damage = splitDamage(results);
+    const std::map<std::pair<int, int>, SplitDamage> damage = splitDamage(results, objective.loss);
     std::set<int> runLayers;
     for (const ModelCell& c : modelCells(results))
         runLayers.insert(c.layer);
@@ -363,26 +443,30 @@ Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results)
         return out;
     // A layer whose loss is unknown at some width cannot be left out: the advice would then be over
     // fewer layers than the uniform splits it is compared with (and look better for it).
+    std::map<std::pair<int, int>, std::pair<Estimate, Estimate>> estimates;
     for (const auto& [key, a] : damage) {
-        for (const auto& [what, m] : {std::pair<const char*, const Mean*>{"K-only", &a.kRelT}, {"V-only", &a.vRelT}}) {
+        const Estimate k = estimate(a.kValues, objective.objective), v = estimate(a.vValues, objective.objective);
+        for (const auto& [what, m] : {std::pair<const char*, const Estimate*>{"K-only", &k}, {"V-only", &v}}) {
             if (m->nonFinite > 0 || m->n == 0)
-                return Error{"advisor", "layer " + std::to_string(key.first) + ": " + what
-                                            + "'s output relative error at n = " + std::to_string(key.second) + " is "
+                return Error{"advisor", "layer " + std::to_string(key.first) + ": " + what + "'s "
+                                            + lossText(objective.loss) + " at n = " + std::to_string(key.second) + " is "
                                             + (m->n == 0 ? std::string("missing")
                                                          : "not finite for " + std::to_string(m->nonFinite) + " of "
                                                                + std::to_string(m->n + m->nonFinite) + " queries")
                                             + ": no advice (every layer needs finite K-only and V-only curves)"};
         }
+        estimates[key] = {k, v};
     }
     for (const auto& [key, a] : damage) { // (layer, budget) ascending
         if (out.empty() || out.back().layer != key.first)
             out.push_back(LayerCurves{key.first, {}, {}, {}, {}, {}, {}});
         LayerCurves& c = out.back();
+        const auto& [k, v] = estimates[key];
         c.kBits.push_back(key.second);
-        c.kLoss.push_back(a.kRelT.mean());
+        c.kLoss.push_back(k.value);
         c.kCost.push_back(a.kBits.mean());
         c.vBits.push_back(key.second);
-        c.vLoss.push_back(a.vRelT.mean());
+        c.vLoss.push_back(v.value);
         c.vCost.push_back(a.vBits.mean());
     }
     for (const int layer : runLayers)
@@ -418,35 +502,43 @@ std::optional<BitAllocation> bestUniformSplit(const std::vector<LayerCurves>& cu
     return uniform;
 }
 
-AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, double predicted)
+AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, double predicted,
+                             const AdvisorOptions& objective)
 {
     const std::vector<ModelCell> cells = modelCells(results);
-    std::map<int, Mean> perLayer;
+    std::map<int, std::vector<float>> perLayer;
     for (const ModelCell& cell : cells) // every layer of the run counts, even one with no trial here
         perLayer[cell.layer];
     Mean bits;
     for (const TrialResult& t : results.trials) {
-        Mean& m = perLayer[cells.empty() ? 0 : cells[static_cast<std::size_t>(t.key.point)].layer];
-        for (float x : t.relMseT)
-            m.add(x);
+        std::vector<float>& m = perLayer[cells.empty() ? 0 : cells[static_cast<std::size_t>(t.key.point)].layer];
+        const std::vector<float>& values = lossValues(t, objective.loss);
+        m.insert(m.end(), values.begin(), values.end());
         bits.add(t.bits.total());
     }
     AllocationCheck c;
     c.name = name;
     c.predicted = predicted;
     c.bits = bits.mean();
-    double half2 = 0.0;
+    double below2 = 0.0, above2 = 0.0;
     c.layers = static_cast<int>(perLayer.size());
-    for (const auto& [layer, m] : perLayer) {
-        c.nonFinite += m.nonFinite;
+    for (const auto& [layer, values] : perLayer) {
+        const Estimate e = estimate(values, objective.objective);
+        c.nonFinite += e.nonFinite;
         // A layer without a finite value has no finite loss: the sum is not finite either.
-        c.measured += m.n > 0 && m.nonFinite == 0 ? m.mean() : std::numeric_limits<double>::infinity();
-        const auto [lo, hi] = m.interval();
-        if (std::isfinite(lo))
-            half2 += 0.25 * (hi - lo) * (hi - lo);
+        c.measured += e.n > 0 && e.nonFinite == 0 ? e.value : std::numeric_limits<double>::infinity();
+        if (std::isfinite(e.low)) {
+            if (objective.objective == AdvisorStatistic::Mean) { // symmetric: as it always was
+                below2 += 0.25 * (e.high - e.low) * (e.high - e.low);
+                above2 = below2;
+            } else {
+                below2 += (e.value - e.low) * (e.value - e.low);
+                above2 += (e.high - e.value) * (e.high - e.value);
+            }
+        }
     }
-    c.low = c.measured - std::sqrt(half2);
-    c.high = c.measured + std::sqrt(half2);
+    c.low = c.measured - std::sqrt(below2);
+    c.high = c.measured + std::sqrt(above2);
     return c;
 }
 
@@ -462,9 +554,12 @@ std::string allocationChecksCsv(const std::vector<AllocationCheck>& checks)
     return csv.text();
 }
 
-std::string allocationChecksText(const std::vector<AllocationCheck>& checks)
+std::string allocationChecksText(const std::vector<AllocationCheck>& checks, const AdvisorOptions& objective)
 {
-    std::string text = "the advice rerun as its own experiment (summed per-layer output relative error, 95% CI):\n";
+    std::string text = "the advice rerun as its own experiment (summed per-layer "
+                       + (objective.objective == AdvisorStatistic::Mean ? lossText(objective.loss)
+                                                                        : advisorObjectiveText(objective))
+                       + ", 95% CI):\n";
     char line[256];
     for (const AllocationCheck& c : checks) {
         std::snprintf(line, sizeof line, "  %-22s %.4g bits  measured %.4g [%.4g, %.4g]%s\n", c.name.c_str(), c.bits,
@@ -490,8 +585,7 @@ std::string allocationChecksText(const std::vector<AllocationCheck>& checks)
     return text;
 }
 
-std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,
-                          double targetBits)
+std::string kvSensitivityText(const std::vector<SensitivityRow>& sensitivity)
 {
     std::string text = "K-vs-V sensitivity (output relative error, K-only / V-only, over each layer's heads):\n";
     bool kWorseEverywhere = true;
@@ -504,10 +598,23 @@ std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const 
     }
     text += kWorseEverywhere ? "K damage exceeds V damage in every layer and budget\n"
                              : "K damage does not exceed V damage everywhere (see the rows with K/V < 1)\n";
+    return text;
+}
+
+std::string advisorText(const std::vector<LayerCurves>& curves, double targetBits, const AdvisorOptions& objective)
+{
+    std::string text;
+    char line[256];
+    const std::vector<BitAllocation> front = paretoFront(curves);
     const auto advice = allocate(curves, targetBits);
     if (!advice) {
-        text += "advisor: no allocation fits " + std::to_string(targetBits) + " bits per coordinate\n";
-        return text;
+        std::snprintf(line, sizeof line, "advisor: no allocation fits %.4g bits per coordinate", targetBits);
+        text += line;
+        if (!front.empty()) {
+            std::snprintf(line, sizeof line, " (the cheapest costs %.4g)", front.front().bits);
+            text += line;
+        }
+        return text + "\n";
     }
     std::snprintf(line, sizeof line, "advisor at %.3g bits/coordinate: predicted loss %.4g at %.4g bits:", targetBits,
                   advice->loss, advice->bits);
@@ -527,8 +634,20 @@ std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const 
                       uniform->loss > 0 ? 100.0 * (uniform->loss - advice->loss) / uniform->loss : 0.0);
         text += line;
     }
-    text += "(predicted from the K-only and V-only curves, assuming their damage adds)\n";
+    if (objective == AdvisorOptions{} || (objective.objective == AdvisorStatistic::Mean && objective.loss == AdvisorLoss::RelMseT))
+        text += "(predicted from the K-only and V-only curves, assuming their damage adds)\n";
+    else
+        text += "(predicted from the K-only and V-only curves of the " + advisorObjectiveText(objective)
+                + ", assuming their damage adds)\n";
+    if (objective.loss == AdvisorLoss::Kl)
+        text += "(KL cannot see V: a value error never moves the weights, so V always gets the narrowest width)\n";
     return text;
+}
+
+std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,
+                          double targetBits)
+{
+    return kvSensitivityText(sensitivity) + advisorText(curves, targetBits);
 }
 
 std::string paretoCsv(const std::vector<BitAllocation>& front)
@@ -546,18 +665,31 @@ std::string paretoCsv(const std::vector<BitAllocation>& front)
     return csv.text();
 }
 
-std::string allocationJson(const BitAllocation& a, double targetBits, std::uint64_t specHash, const std::string& loss)
+AllocationFile allocationFile(const BitAllocation& a, double targetBits, std::uint64_t specHash,
+                              const std::string& loss, const std::string& objective)
 {
-    char hash[17];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(specHash));
-    nlohmann::json layers = nlohmann::json::array();
-    for (std::size_t l = 0; l < a.kBits.size(); ++l)
-        layers.push_back({{"layer", a.layers[l]}, {"k_bits", a.kBits[l]}, {"v_bits", a.vBits[l]},
-                          {"scheme", "TQ (WHT + Lloyd-Max), as K-only / V-only"}});
-    const nlohmann::json j = {{"format", "kvlens-allocation"}, {"spec_hash", hash}, {"target_bits", targetBits},
-                              {"bits", a.bits}, {"predicted_loss", a.loss}, {"loss", loss},
-                              {"layers", layers}};
-    return j.dump(2) + "\n";
+    AllocationFile f;
+    f.specHash = specHash;
+    f.targetBits = targetBits;
+    f.bits = a.bits;
+    f.predictedLoss = a.loss;
+    f.loss = loss;
+    f.objective = objective;
+    for (std::size_t l = 0; l < a.kBits.size(); ++l) {
+        AllocationEntry e;
+        e.layer = a.layers[l];
+        e.kBits = a.kBits[l];
+        e.vBits = a.vBits[l];
+        e.bits = l < a.layerBits.size() ? a.layerBits[l] : 0.0;
+        f.entries.push_back(e);
+    }
+    return f;
+}
+
+std::string allocationJson(const BitAllocation& a, double targetBits, std::uint64_t specHash, const std::string& loss,
+                           const std::string& objective)
+{
+    return allocationToJson(allocationFile(a, targetBits, specHash, loss, objective));
 }
 
 } // namespace kvlens

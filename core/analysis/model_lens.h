@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/spec/allocation.h"
 #include "core/spec/result.h"
 
 #include <cstdint>
@@ -63,6 +64,7 @@ struct LayerCurves {
 struct BitAllocation {
     std::vector<int> layers;       ///< the layer of each entry
     std::vector<int> kBits, vBits; ///< per layer
+    std::vector<double> layerBits; ///< per layer: its K and V storage averaged (bits per coordinate)
     double bits = 0.0;
     double loss = 0.0;
 };
@@ -77,13 +79,17 @@ std::vector<BitAllocation> paretoFront(const std::vector<LayerCurves>& layers, l
 /// The least-loss allocation of the front within `budget` bits per coordinate, if any fits.
 std::optional<BitAllocation> allocate(const std::vector<LayerCurves>& layers, double budget,
                                    long long exactLimit = 2000000);
-/// The curves of a model run: loss = mean output relative error (rel_mse_t) of K-only at k and of
-/// V-only at v, over the layer's heads, queries and seeds; cost = their measured bits.
+/// The curves of a model run: loss = the objective's statistic (default: the mean) of the per-query
+/// loss (default: the output relative error rel_mse_t; or KL) of K-only at k and of V-only at v,
+/// over the layer's heads, queries and seeds; cost = their measured bits.
 /// Refuses (field "advisor", naming the layer, path and width) when any layer of the run has a
 /// missing or non-finite K-only or V-only loss at a width: advising over the other layers would
 /// compare an allocation of fewer layers with uniform splits of all of them. Empty without
 /// K-only / V-only trials.
-Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results);
+Result<std::vector<LayerCurves>> layerCurves(const ResultSet& results, const AdvisorOptions& objective = {});
+
+/// "mean output relative error", "p99 of the output relative error", "median KL".
+std::string advisorObjectiveText(const AdvisorOptions& objective);
 
 /// The best allocation that gives every layer the same K width and the same V width, within
 /// `budget` bits per coordinate, if any fits.
@@ -99,22 +105,34 @@ struct AllocationCheck {
     int layers = 0;              ///< layers summed: every layer of the run (the same for every check)
     long long nonFinite = 0;     ///< queries whose output error was not finite (measured is then +inf)
 };
-/// The summed per-layer mean output error of a run over model cells, with its interval, and
-/// the mean stored bits (for AllocationCheck).
-AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, double predicted);
+/// The summed per-layer objective (default: mean output error) of a run over model cells, with its
+/// interval, and the mean stored bits (for AllocationCheck). The interval of a mean is the normal
+/// one; of a median or p99 the distribution-free one (order statistics at ranks
+/// n p -+ 1.96 sqrt(n p (1 - p)), Conover 1999, sec. 3.2); per-layer half-widths add in quadrature.
+AllocationCheck measuredLoss(const ResultSet& results, const std::string& name, double predicted,
+                             const AdvisorOptions& objective = {});
 std::string allocationChecksCsv(const std::vector<AllocationCheck>& checks);
-std::string allocationChecksText(const std::vector<AllocationCheck>& checks);
+std::string allocationChecksText(const std::vector<AllocationCheck>& checks, const AdvisorOptions& objective = {});
 
 /// The terminal summary: per layer and budget the K-only / V-only output-error ratio, whether K
-/// damage exceeds V damage in every layer, and the advice at `targetBits` against uniform widths.
+/// damage exceeds V damage in every layer, and the advice at `targetBits` against uniform widths
+/// (kvSensitivityText, then advisorText).
 std::string modelLensText(const std::vector<SensitivityRow>& sensitivity, const std::vector<LayerCurves>& curves,
                           double targetBits);
+std::string kvSensitivityText(const std::vector<SensitivityRow>& sensitivity);
+/// The advice at `targetBits` (per layer K and V widths, predicted loss) and the best uniform split
+/// within the same bits; says so when nothing fits.
+std::string advisorText(const std::vector<LayerCurves>& curves, double targetBits, const AdvisorOptions& objective = {});
 
 std::string paretoCsv(const std::vector<BitAllocation>& front);
 /// {"format": "kvlens-allocation", "spec_hash", "target_bits", "bits", "predicted_loss", "loss":
 ///  `loss` (what the curves measured: "rel_mse_t" for a model run's, "kld_end_to_end" for an
 ///  evaluation's), "layers": [{"layer", "k_bits", "v_bits", "scheme": "TQ"}...]}.
 std::string allocationJson(const BitAllocation& allocation, double targetBits, std::uint64_t specHash,
-                           const std::string& loss = "rel_mse_t");
+                           const std::string& loss = "rel_mse_t", const std::string& objective = "mean");
+/// The allocation as the file allocationJson writes (entries of TurboQuant widths, each layer's
+/// measured bits), for allocationLayersCsv and llamaCppTypes. `objective` empty: not named.
+AllocationFile allocationFile(const BitAllocation& allocation, double targetBits, std::uint64_t specHash,
+                              const std::string& loss = "rel_mse_t", const std::string& objective = {});
 
 } // namespace kvlens

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/spec/allocation.h"
 
+#include "core/io/csv.h"
 #include "core/io/json_text.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -52,7 +54,8 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
         if (!j.contains("format") || j["format"] != "kvlens-allocation")
             throw Bad{"format", "must be \"kvlens-allocation\" (the file the model lens's advisor writes)"};
         for (const auto& [key, value] : j.items())
-            if (!std::set<std::string>{"format", "spec_hash", "target_bits", "bits", "predicted_loss", "loss", "layers"}
+            if (!std::set<std::string>{"format", "spec_hash", "target_bits", "bits", "predicted_loss", "loss",
+                                       "objective", "llama_cpp", "layers"}
                      .count(key))
                 throw Bad{key, "unknown field of an allocation file"};
         AllocationFile out;
@@ -74,6 +77,25 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
                                           {"predicted_loss", &out.predictedLoss}})
             if (j.contains(key))
                 *target = number(j[key], key);
+        for (const auto& [key, target] : {std::pair<const char*, std::string*>{"loss", &out.loss},
+                                          {"objective", &out.objective}})
+            if (j.contains(key)) {
+                if (!j[key].is_string())
+                    throw Bad{key, "must be a string, got " + io::describeJson(j[key])};
+                *target = j[key].get<std::string>();
+            }
+        // Derived from the layers (what llamaCppTypes says of them): checked for shape, not kept.
+        if (j.contains("llama_cpp")) {
+            const json& l = j["llama_cpp"];
+            if (!l.is_object())
+                throw Bad{"llama_cpp", "must be an object {\"ctk\", \"ctv\", \"args\"} or {\"note\"}"};
+            for (const auto& [key, value] : l.items()) {
+                if (!std::set<std::string>{"ctk", "ctv", "args", "note"}.count(key))
+                    throw Bad{"llama_cpp." + key, "unknown field (allowed: ctk, ctv, args, note)"};
+                if (!value.is_string())
+                    throw Bad{"llama_cpp." + key, "must be a string, got " + io::describeJson(value)};
+            }
+        }
         if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty())
             throw Bad{"layers", "must be a non-empty array of {\"layer\", \"k_bits\" or \"k_type\", \"v_bits\" or \"v_type\"}"};
         std::set<std::pair<int, int>> seen;
@@ -83,7 +105,8 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
             if (!e.is_object())
                 throw Bad{field, "must be an object {\"layer\", \"k_bits\", \"v_bits\"}"};
             for (const auto& [key, value] : e.items())
-                if (!std::set<std::string>{"layer", "head", "k_bits", "v_bits", "k_type", "v_type", "scheme"}.count(key))
+                if (!std::set<std::string>{"layer", "head", "k_bits", "v_bits", "k_type", "v_type", "bits", "scheme"}
+                         .count(key))
                     throw Bad{field + "." + key, "unknown field of an allocation entry"};
             if (!e.contains("layer"))
                 throw Bad{field + ".layer", "is missing"};
@@ -106,6 +129,12 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
                                                          + "), got " + io::describeJson(e[typeKey])};
                 *type = e[typeKey].get<std::string>();
             }
+            if (e.contains("bits")) {
+                entry.bits = number(e["bits"], field + ".bits");
+                if (!(entry.bits > 0.0 && entry.bits <= 64.0))
+                    throw Bad{field + ".bits", "must be in (0, 64] (stored bits per coordinate), got "
+                                                   + io::describeJson(e["bits"])};
+            }
             if (!seen.insert({entry.layer, entry.head}).second)
                 throw Bad{field, "layer " + std::to_string(entry.layer)
                                      + (entry.head >= 0 ? ", head " + std::to_string(entry.head) : std::string())
@@ -118,6 +147,94 @@ Result<AllocationFile> allocationFromJson(std::string_view text)
     } catch (const json::exception& e) {
         return Error{"", std::string("malformed allocation file: ") + e.what()};
     }
+}
+
+std::string allocationToJson(const AllocationFile& f)
+{
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(f.specHash));
+    json layers = json::array();
+    for (const AllocationEntry& e : f.entries) {
+        json entry = {{"layer", e.layer}};
+        if (e.head >= 0)
+            entry["head"] = e.head;
+        if (e.kType.empty())
+            entry["k_bits"] = e.kBits;
+        else
+            entry["k_type"] = e.kType;
+        if (e.vType.empty())
+            entry["v_bits"] = e.vBits;
+        else
+            entry["v_type"] = e.vType;
+        if (e.bits > 0.0)
+            entry["bits"] = e.bits;
+        entry["scheme"] = e.kType.empty() && e.vType.empty() ? std::string("TQ (WHT + Lloyd-Max), as K-only / V-only")
+                                                             : allocationScheme(e).description;
+        layers.push_back(entry);
+    }
+    const LlamaCppTypes llama = llamaCppTypes(f.entries);
+    const json llamaJson = llama.ctk.empty() ? json{{"note", llama.note}}
+                                             : json{{"ctk", llama.ctk}, {"ctv", llama.ctv}, {"args", llama.args()}};
+    json j = {{"format", "kvlens-allocation"}, {"spec_hash", hash}, {"target_bits", f.targetBits}, {"bits", f.bits},
+              {"predicted_loss", f.predictedLoss}};
+    if (!f.loss.empty())
+        j["loss"] = f.loss;
+    if (!f.objective.empty())
+        j["objective"] = f.objective;
+    j["llama_cpp"] = llamaJson;
+    j["layers"] = layers;
+    return j.dump(2) + "\n";
+}
+
+LlamaCppTypes llamaCppTypes(const std::vector<AllocationEntry>& entries)
+{
+    LlamaCppTypes out;
+    if (entries.empty()) {
+        out.note = "no layers";
+        return out;
+    }
+    const bool widths = std::any_of(entries.begin(), entries.end(),
+                                    [](const AllocationEntry& e) { return e.kType.empty() || e.vType.empty(); });
+    if (widths) {
+        out.note = "no -ctk/-ctv: TurboQuant's widths (WHT + Lloyd-Max at k_bits / v_bits) are not llama.cpp cache types";
+        return out;
+    }
+    const AllocationEntry& first = entries.front();
+    const bool same = std::all_of(entries.begin(), entries.end(), [&](const AllocationEntry& e) {
+        return e.kType == first.kType && e.vType == first.vType;
+    });
+    if (!same) {
+        out.note = "no single -ctk/-ctv: layers differ (llama.cpp takes one K type and one V type for every layer)";
+        return out;
+    }
+    out.ctk = first.kType;
+    out.ctv = first.vType;
+    return out;
+}
+
+std::string allocationLayersCsv(const AllocationFile& f)
+{
+    CsvWriter csv({"layer", "head", "k_type", "v_type", "k_bits", "v_bits", "bits"});
+    for (const AllocationEntry& e : f.entries) {
+        csv.add(e.layer);
+        if (e.head >= 0)
+            csv.add(e.head);
+        else
+            csv.add(std::string_view());
+        csv.add(e.kType).add(e.vType);
+        for (const auto& [type, bits] : {std::pair{&e.kType, e.kBits}, std::pair{&e.vType, e.vBits}}) {
+            if (type->empty())
+                csv.add(bits);
+            else
+                csv.add(std::string_view());
+        }
+        if (e.bits > 0.0)
+            csv.add(e.bits);
+        else
+            csv.add(std::string_view());
+        csv.endRow();
+    }
+    return csv.text();
 }
 
 PathConfig fixedWidthPath(int bits)

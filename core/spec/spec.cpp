@@ -15,6 +15,37 @@
 
 namespace kvlens {
 
+std::string_view advisorStatisticName(AdvisorStatistic s)
+{
+    switch (s) {
+    case AdvisorStatistic::Mean: return "mean";
+    case AdvisorStatistic::Median: return "median";
+    case AdvisorStatistic::P99: return "p99";
+    }
+    return "mean";
+}
+
+std::optional<AdvisorStatistic> parseAdvisorStatistic(std::string_view text)
+{
+    for (const AdvisorStatistic s : {AdvisorStatistic::Mean, AdvisorStatistic::Median, AdvisorStatistic::P99})
+        if (text == advisorStatisticName(s))
+            return s;
+    return std::nullopt;
+}
+
+std::string_view advisorLossName(AdvisorLoss l)
+{
+    return l == AdvisorLoss::Kl ? "kl" : "rel_mse_t";
+}
+
+std::optional<AdvisorLoss> parseAdvisorLoss(std::string_view text)
+{
+    for (const AdvisorLoss l : {AdvisorLoss::RelMseT, AdvisorLoss::Kl})
+        if (text == advisorLossName(l))
+            return l;
+    return std::nullopt;
+}
+
 int ExperimentSpec::calibrationRows() const
 {
     const bool needed = std::any_of(schemes.begin(), schemes.end(), [](const SchemeConfig& s) { return needsCalibration(s); });
@@ -373,6 +404,24 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
             return outOfRange(field, L::kMinBudget, L::kMaxBudget, b);
         if (!seenBudgets.insert(b).second)
             return Error{field, "budget " + std::to_string(b) + " is listed twice"};
+    }
+    // The advisor's targets: an allocation of the widths run costs at least the narrowest budget
+    // (overheads only add), so a target below it can never be met; above fp16 nothing is saved.
+    if (spec.advisor.bits.size() > static_cast<std::size_t>(L::kMaxAdvisorTargets))
+        return Error{"advisor.bits", "give at most " + std::to_string(L::kMaxAdvisorTargets) + " targets, got "
+                                         + std::to_string(spec.advisor.bits.size())};
+    const int narrowest = *std::min_element(spec.budgets.begin(), spec.budgets.end());
+    for (std::size_t i = 0; i < spec.advisor.bits.size(); ++i) {
+        const double b = spec.advisor.bits[i];
+        const std::string field = "advisor.bits[" + std::to_string(i) + "]";
+        if (!std::isfinite(b) || b < narrowest || b > L::kMaxAdvisorBits)
+            return Error{field, num(b) + " is outside [" + num(narrowest) + ", " + num(L::kMaxAdvisorBits)
+                                    + "] (no allocation of the widths run, budgets from " + num(narrowest)
+                                    + ", costs less than " + num(narrowest) + " bits per coordinate; "
+                                    + num(L::kMaxAdvisorBits) + " is fp16)"};
+        for (std::size_t k = 0; k < i; ++k)
+            if (spec.advisor.bits[k] == b)
+                return Error{field, num(b) + " is listed twice (first as advisor.bits[" + std::to_string(k) + "])"};
     }
     if (spec.schemes.empty())
         return Error{"schemes", "choose at least one scheme (known: " + schemeNames() + ")"};

@@ -51,6 +51,33 @@ struct SweepAxis {
     bool integral() const;
 };
 
+/// What the bit-allocation advisor minimizes, per (layer, path, width), over the per-query losses
+/// of the layer's heads, queries and seeds.
+enum class AdvisorStatistic { Mean, Median, P99 };
+/// The per-query loss the advisor reads: the output relative error ||t^ - t||^2 / ||t||^2
+/// (TrialResult::relMseT) or KL(p || p^) (TrialResult::kl), which is blind to V (a value error never
+/// moves the weights: V-only's KL is 0, so V always gets the narrowest width).
+enum class AdvisorLoss { RelMseT, Kl };
+std::string_view advisorStatisticName(AdvisorStatistic s); ///< "mean", "median", "p99"
+std::optional<AdvisorStatistic> parseAdvisorStatistic(std::string_view text);
+std::string_view advisorLossName(AdvisorLoss l); ///< "rel_mse_t", "kl"
+std::optional<AdvisorLoss> parseAdvisorLoss(std::string_view text);
+
+/// The K/V bit-allocation advisor of a model run (--batch, a run with K-only and V-only): its
+/// targets and what it minimizes. It reads the finished trials and changes none of them.
+struct AdvisorOptions {
+    /// Target average bits per coordinate (K and V, overheads included), one advice each; empty:
+    /// the default, 3 (what --batch always did; a spec that does not name the advisor writes none).
+    std::vector<double> bits;
+    AdvisorStatistic objective = AdvisorStatistic::Mean;
+    AdvisorLoss loss = AdvisorLoss::RelMseT;
+    bool operator==(const AdvisorOptions&) const = default;
+
+    static constexpr double kDefaultBits = 3.0;
+    /// The targets the advisor runs for: `bits`, or {kDefaultBits}.
+    std::vector<double> targets() const { return bits.empty() ? std::vector<double>{kDefaultBits} : bits; }
+};
+
 /// Where a run computes.
 enum class BackendKind {
     Cpu,    ///< the CPU oracle
@@ -91,6 +118,7 @@ struct ExperimentSpec {
     ComparisonOptions comparisons;
     double memoryLimitMb = 0.0;         ///< refuse runs estimated above this (0: half of physical memory)
     std::vector<SweepAxis> sweep;       ///< grid axes; the run is their Cartesian product (none: one point)
+    AdvisorOptions advisor;             ///< the allocation advisor's targets and objective (not the trials')
     /// Where each scheme came from in the spec file, for error messages only.
     struct SchemeOrigins {
         /// Per scheme: "schemes[2]", or "schemes[1] (allocation.json: K3/V2)" for a scheme an allocation
@@ -168,6 +196,7 @@ void forEachSpecField(Spec& s, Visit&& visit)
     visit("comparisons", ArrangesTrials{}, s.comparisons);
     visit("memory_limit_mb", ArrangesTrials{}, s.memoryLimitMb);
     visit("sweep", ArrangesTrials{}, s.sweep);
+    visit("advisor", ArrangesTrials{}, s.advisor); // read after the trials: two runs differing here share them
     visit("scheme_origins", ArrangesTrials{}, s.schemeOrigins);
 }
 
@@ -196,6 +225,9 @@ struct SpecLimits {
     static constexpr int kMaxSampleCap = 1 << 20;
     static constexpr int kMaxResamples = 1000000;
     static constexpr int kMaxPoints = 100000;
+    /// Most advisor targets, and the widest (fp16: no allocation of narrower widths costs more).
+    static constexpr int kMaxAdvisorTargets = 64;
+    static constexpr double kMaxAdvisorBits = 16.0;
     /// Most schemes compared all against all when comparisons.pairs is empty (2016 pairs).
     static constexpr int kMaxAllPairsSchemes = 64;
 };

@@ -412,6 +412,15 @@ json toJson(const ExperimentSpec& s)
     j["comparisons"] = {{"pairs", pairs}, {"bootstrap", s.comparisons.bootstrap},
                         {"permutations", s.comparisons.permutations}};
     j["memory_limit_mb"] = s.memoryLimitMb;
+    // Written only when the spec names it: every spec (and spec hash) from before the field reads
+    // and writes as it did.
+    if (!(s.advisor == AdvisorOptions{})) {
+        json advisor = {{"objective", std::string(advisorStatisticName(s.advisor.objective))},
+                        {"loss", std::string(advisorLossName(s.advisor.loss))}};
+        if (!s.advisor.bits.empty())
+            advisor["bits"] = s.advisor.bits;
+        j["advisor"] = advisor;
+    }
     if (!s.sweep.empty()) {
         json sweep = json::object();
         for (const auto& axis : s.sweep)
@@ -473,7 +482,7 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
     std::vector<std::pair<std::string, json>> modelCells;
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
-                      "comparisons", "memory_limit_mb", "sweep", "partial"});
+                      "comparisons", "memory_limit_mb", "sweep", "advisor", "partial"});
     // An export of a cancelled run notes the trials it holds ("partial", core/analysis/coverage.h);
     // it describes the files beside it, not the run to make, so reading the spec ignores it.
     if (j.contains("partial") && !j["partial"].is_object())
@@ -620,6 +629,38 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
     }
     if (j.contains("memory_limit_mb"))
         s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
+    if (j.contains("advisor")) {
+        const json& a = j["advisor"];
+        checkKeys(a, "advisor", {"bits", "objective", "loss"});
+        if (a.contains("bits")) {
+            // One number or a list; the ranges (against the budgets) are normalizeSpec's.
+            const json& bits = a["bits"];
+            if (bits.is_number()) {
+                s.advisor.bits.push_back(getNumber(bits, "advisor.bits"));
+            } else {
+                if (!bits.is_array() || bits.empty())
+                    throw FieldError{"advisor.bits", "must be a number or a non-empty array of numbers (target average "
+                                                     "bits per coordinate), got " + io::describeJson(bits)};
+                if (bits.size() > static_cast<std::size_t>(L::kMaxAdvisorTargets))
+                    throw FieldError{"advisor.bits", "give at most " + std::to_string(L::kMaxAdvisorTargets)
+                                                         + " targets, got " + std::to_string(bits.size())};
+                for (std::size_t i = 0; i < bits.size(); ++i)
+                    s.advisor.bits.push_back(getNumber(bits[i], "advisor.bits[" + std::to_string(i) + "]"));
+            }
+        }
+        if (a.contains("objective"))
+            s.advisor.objective = getEnum(a["objective"], "advisor.objective", &parseAdvisorStatistic,
+                                          "\"mean\", \"median\", \"p99\" (of the per-query loss)");
+        if (a.contains("loss")) {
+            const std::string loss = getString(a["loss"], "advisor.loss");
+            if (loss == "kld_end_to_end")
+                throw FieldError{"advisor.loss", "\"kld_end_to_end\" is the model's output KLD, which only kvlens eval "
+                                                 "measures (--reproduce advises on it); --batch advises on attention-level "
+                                                 "losses: \"rel_mse_t\" or \"kl\""};
+            s.advisor.loss = getEnum(a["loss"], "advisor.loss", &parseAdvisorLoss,
+                                     "\"rel_mse_t\" (output relative error), \"kl\" (KL of the weights; blind to V)");
+        }
+    }
     if (j.contains("sweep")) {
         const json& sweep = j["sweep"];
         if (!sweep.is_object())

@@ -4,6 +4,7 @@
 #include <QFile>
 #include <QProcess>
 #include <QSet>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -150,6 +151,25 @@ private slots:
         }
     }
 
+    void anAdvisorOnARunItCannotServeIsNamed()
+    {
+        // A spec naming the advisor on drawn data: the run is written, and the printout says why no advice.
+        QTemporaryDir dir;
+        const QString spec = writeSpec(dir, R"({"d": 32, "tokens": 64, "queries": 8, "budgets": [3], "seeds": {"count": 2},
+            "schemes": ["KV"], "advisor": {"bits": [3, 3.5], "objective": "median"}})");
+        const QString out = dir.filePath(QStringLiteral("out"));
+        const Run r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), out, QStringLiteral("--quiet"),
+                                 QStringLiteral("--no-figures")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("advisor: not run: the spec's \"advisor\" applies to a model run"), r.out.constData());
+        QVERIFY(!QFileInfo::exists(out + QStringLiteral("/allocation.json")));
+        // The written spec keeps the advisor, so a rerun of it (or kvlens merge) advises alike.
+        QFile written(out + QStringLiteral("/spec.json"));
+        QVERIFY(written.open(QIODevice::ReadOnly));
+        const QByteArray json = written.readAll();
+        QVERIFY2(json.contains("\"objective\": \"median\"") && json.contains("3.5"), json.constData());
+    }
+
     void badSpecExitsNonZeroAndWritesNothing_data()
     {
         QTest::addColumn<QByteArray>("json");
@@ -157,6 +177,10 @@ private slots:
         QTest::newRow("d") << QByteArray(R"({"d": 2})") << QByteArray("d: must be an integer in [4, 16384], got 2");
         QTest::newRow("scheme") << QByteArray(R"({"schemes": ["KQQV"]})") << QByteArray("schemes[0]: unknown scheme");
         QTest::newRow("json") << QByteArray("{") << QByteArray("not valid JSON");
+        QTest::newRow("advisor target") << QByteArray(R"({"budgets": [3, 4], "advisor": {"bits": [3.5, 2.5]}})")
+                                        << QByteArray("advisor.bits[1]: 2.5 is outside [3, 16]");
+        QTest::newRow("advisor key") << QByteArray(R"({"advisor": {"bits": 3, "objetive": "p99"}})")
+                                     << QByteArray("advisor.objetive: unknown key (allowed: bits, objective, loss)");
     }
     void badSpecExitsNonZeroAndWritesNothing()
     {

@@ -3,6 +3,9 @@
 // malformed file of the corpus is refused in one line, writing nothing.
 #include <QDir>
 #include <QDirIterator>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
@@ -222,6 +225,79 @@ private slots:
         QVERIFY2(run.out.contains("the advice rerun as its own experiment") && run.out.contains("TQ-KV n = 3"),
                  run.out.constData());
         QVERIFY2(run.out.contains("model dump: layer 0, query head 0") && run.out.contains("causal"), run.out.constData());
+    }
+
+    void theSpecsAdvisorTargetsEachGetTheirAllocation()
+    {
+        // The shipped model's map with the advisor's targets from the spec (issue 31): 2.5 and 3.5
+        // bits, each advised, written, exported for an inference stack and rerun as a check.
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("targets"));
+        const QString spec = writeFile(dir.filePath(QStringLiteral("targets.json")), R"({"kvlens_spec": 1,
+            "name": "tiny LM: two advisor targets",
+            "regime": {"name": "model", "file": ")" KVLENS_SOURCE_DIR R"(/resources/examples/tiny_lm_kv.safetensors",
+                       "layers": "all", "heads": "all", "token_start": 0, "query_start": 448, "causal": "on"},
+            "d": 64, "tokens": 512, "queries": 64, "schemes": ["K-only", "V-only", "TQ-KV", "KQV"],
+            "budgets": [2, 3, 4], "seeds": {"first": 1, "count": 2},
+            "comparisons": {"bootstrap": 200, "permutations": 99},
+            "advisor": {"bits": [2.5, 3.5], "objective": "mean"}})");
+        const Run run = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), out, QStringLiteral("--quiet")});
+        QVERIFY2(run.exitCode == 0, run.err.constData());
+        auto read = [&](const QString& name) {
+            QFile f(out + QLatin1Char('/') + name);
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        // allocation.json is the first target's, byte for byte.
+        QVERIFY(!read(QStringLiteral("allocation_2.5.json")).isEmpty());
+        QCOMPARE(read(QStringLiteral("allocation.json")), read(QStringLiteral("allocation_2.5.json")));
+        QCOMPARE(read(QStringLiteral("allocation_layers.csv")), read(QStringLiteral("allocation_layers_2.5.csv")));
+        QCOMPARE(read(QStringLiteral("allocation_check.csv")), read(QStringLiteral("allocation_check_2.5.csv")));
+        double bits[2] = {0, 0};
+        for (const double target : {2.5, 3.5}) {
+            const QString tag = QString::number(target);
+            const QJsonObject json = QJsonDocument::fromJson(read(QStringLiteral("allocation_%1.json").arg(tag))).object();
+            QCOMPARE(json.value(QStringLiteral("target_bits")).toDouble(), target);
+            QCOMPARE(json.value(QStringLiteral("objective")).toString(), QStringLiteral("mean"));
+            const double average = json.value(QStringLiteral("bits")).toDouble();
+            QVERIFY2(average <= target + 1e-9 && average > 2.0, qPrintable(QString::number(average)));
+            bits[target == 2.5 ? 0 : 1] = average;
+            // TurboQuant widths are no llama.cpp type: no -ctk/-ctv, and the reason.
+            QVERIFY(json.value(QStringLiteral("llama_cpp")).toObject().value(QStringLiteral("note")).toString()
+                        .startsWith(QStringLiteral("no -ctk/-ctv: TurboQuant's widths")));
+            // The CSV's rows are the JSON's layers, field for field; the layers' bits average to "bits".
+            const QJsonArray layers = json.value(QStringLiteral("layers")).toArray();
+            QCOMPARE(layers.size(), 4);
+            const QList<QByteArray> rows = read(QStringLiteral("allocation_layers_%1.csv").arg(tag)).trimmed().split('\n');
+            QCOMPARE(rows.size(), 1 + layers.size());
+            QCOMPARE(rows.front(), QByteArray("layer,head,k_type,v_type,k_bits,v_bits,bits"));
+            double sum = 0.0;
+            for (qsizetype i = 0; i < layers.size(); ++i) {
+                const QJsonObject e = layers[i].toObject();
+                const QList<QByteArray> cells = rows[i + 1].split(',');
+                QCOMPARE(cells.size(), 7);
+                QCOMPARE(cells[0].toInt(), e.value(QStringLiteral("layer")).toInt());
+                QVERIFY(cells[1].isEmpty() && cells[2].isEmpty() && cells[3].isEmpty()); // every head; no types
+                QCOMPARE(cells[4].toInt(), e.value(QStringLiteral("k_bits")).toInt());
+                QCOMPARE(cells[5].toInt(), e.value(QStringLiteral("v_bits")).toInt());
+                QCOMPARE(cells[6].toDouble(), e.value(QStringLiteral("bits")).toDouble());
+                QVERIFY(e.value(QStringLiteral("k_bits")).toInt() >= 2 && e.value(QStringLiteral("k_bits")).toInt() <= 4);
+                sum += cells[6].toDouble();
+            }
+            QVERIFY2(std::abs(sum / 4.0 - average) < 1e-12, qPrintable(QStringLiteral("%1 vs %2").arg(sum / 4).arg(average)));
+            // Each target's check: the advice measured beside the uniform schemes at the target's whole bits.
+            const QByteArray check = read(QStringLiteral("allocation_check_%1.csv").arg(tag));
+            QVERIFY2(check.contains("\nadvice,") && check.contains(target == 2.5 ? "TQ-KV n = 2" : "TQ-KV n = 3"),
+                     check.constData());
+            QVERIFY2(run.out.contains(QStringLiteral("advisor at %1 bits/coordinate").arg(tag).toUtf8()),
+                     run.out.constData());
+        }
+        QVERIFY2(bits[1] > bits[0], "more bits allowed, more bits used");
+        QCOMPARE(run.out.count("the advice rerun as its own experiment"), 2);
+        QCOMPARE(run.out.count("llama.cpp: no -ctk/-ctv"), 2);
+        // The figure: every target's advice, predicted and measured, one series per kind.
+        const QByteArray figure = read(QStringLiteral("figures/pareto_front.csv"));
+        QVERIFY2(figure.count(",advice,") == 2 && figure.count("predicted advice") == 2, figure.constData());
+        QVERIFY2(figure.contains(",TQ-KV,") && figure.contains(",best uniform split,"), figure.constData());
     }
 
     void openclAbsentFallsBackToTheCpu()

@@ -293,7 +293,8 @@ private slots:
         // The key comes from the data model: every field of the spec, changed alone, changes the key
         // exactly when forEachSpecField says it defines the numbers. A field added to ExperimentSpec
         // (its size changes) must be listed there with its role, or this test fails.
-        static_assert(sizeof(ExperimentSpec) == 392, "ExperimentSpec changed: list the field in forEachSpecField");
+        // 424: the advisor's options (issue 31) joined as an ArrangesTrials field.
+        static_assert(sizeof(ExperimentSpec) == 424, "ExperimentSpec changed: list the field in forEachSpecField");
         const ExperimentSpec spec = makeSpec(R"({"d": 16, "tokens": 32, "queries": 4, "schemes": ["KV", "KQV"]})");
         const SchemeConfig& kqv = spec.schemes[1];
         const auto key = [&](const ExperimentSpec& s, const SchemeConfig& scheme, int budget = 3, std::uint64_t seed = 5,
@@ -325,6 +326,7 @@ private slots:
             void operator()(ComparisonOptions& v) const { v.bootstrap += 1; }
             void operator()(std::vector<SweepAxis>& v) const { v.push_back(SweepAxis{SweepParameter::D, {}, {8, 16}}); }
             void operator()(ExperimentSpec::SchemeOrigins& v) const { v.fields.push_back("schemes[9]"); }
+            void operator()(AdvisorOptions& v) const { v.bits.push_back(2.5); }
         };
         int fields = 0;
         ExperimentSpec probe = spec;
@@ -341,7 +343,7 @@ private slots:
             QVERIFY2((key(edited, kqv) != k0) == defines, qPrintable(QStringLiteral("%1 %2 the key")
                                                                           .arg(name, defines ? "must change" : "must not change")));
         });
-        QCOMPARE(fields, 22);
+        QCOMPARE(fields, 23);
         // The trial's own coordinates change it; the scheme's name does not (its composition does).
         QVERIFY(key(spec, kqv, 4) != k0);
         QVERIFY(key(spec, kqv, 3, 6) != k0);

@@ -5,6 +5,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <sstream>
 
 using namespace kvlens;
 
@@ -58,6 +59,94 @@ private slots:
                          qPrintable(QStringLiteral("limit %1, point %2: %3").arg(limit).arg(i).arg(front[i].loss)));
             }
         }
+    }
+
+    void theObjectiveStatisticsAreTheClosedForms()
+    {
+        // Per-query losses 1, 2, ..., 100 in one layer (no model cells: all of it is one layer).
+        ResultSet r;
+        TrialResult t;
+        for (int i = 1; i <= 100; ++i) {
+            t.relMseT.push_back(static_cast<float>(i));
+            t.kl.push_back(static_cast<float>(2 * i));
+        }
+        r.trials.push_back(t);
+        // Mean 50.5, sd sqrt(100 * 101 / 12) = 29.0115, half-width 1.959964 * 2.90115 = 5.68615.
+        const AllocationCheck mean = measuredLoss(r, "m", 0.0);
+        QVERIFY(std::abs(mean.measured - 50.5) < 1e-12);
+        QVERIFY2(std::abs(mean.high - mean.measured - 5.68615) < 1e-4, qPrintable(QString::number(mean.high)));
+        // Median (type 7): 50.5; distribution-free ranks 50 -+ 1.96 * 5 = [40.2, 59.8] -> x(40), x(60).
+        AdvisorOptions median;
+        median.objective = AdvisorStatistic::Median;
+        const AllocationCheck med = measuredLoss(r, "m", 0.0, median);
+        QCOMPARE(med.measured, 50.5);
+        QCOMPARE(med.low, 40.0);
+        QCOMPARE(med.high, 60.0);
+        // p99: h = 99 * 0.99 = 98.01 -> 99 + 0.01 * (100 - 99) = 99.01; ranks 99 -+ 1.95 -> x(97), x(100).
+        AdvisorOptions p99;
+        p99.objective = AdvisorStatistic::P99;
+        const AllocationCheck high = measuredLoss(r, "m", 0.0, p99);
+        QVERIFY(std::abs(high.measured - 99.01) < 1e-9);
+        QCOMPARE(high.low, 97.0);
+        QCOMPARE(high.high, 100.0);
+        // The KL reads the other per-query loss: twice the values here.
+        p99.loss = AdvisorLoss::Kl;
+        QVERIFY(std::abs(measuredLoss(r, "m", 0.0, p99).measured - 198.02) < 1e-9);
+        QCOMPARE(advisorObjectiveText(p99), std::string("p99 of the KL"));
+        QCOMPARE(advisorObjectiveText(median), std::string("median output relative error"));
+    }
+
+    void anAllocationRoundTripsAndItsCsvIsItsEntries()
+    {
+        // The advisor's widths: k_bits / v_bits, each layer's measured bits, no llama.cpp type.
+        const BitAllocation best = *allocate(twoLayers(), 3.0);
+        QCOMPARE(best.layerBits, (std::vector<double>{3.0, 3.0}));
+        const AllocationFile file = allocationFile(best, 3.0, 0xabcdef, "rel_mse_t", "median");
+        const std::string json = allocationToJson(file);
+        const auto back = allocationFromJson(json);
+        QVERIFY2(back.ok(), back.ok() ? "" : back.error().text().c_str());
+        QVERIFY(*back == file);
+        QCOMPARE(back->objective, std::string("median"));
+        QVERIFY2(json.find("\"k_type\"") == std::string::npos, json.c_str());
+        QVERIFY2(json.find("TurboQuant's widths") != std::string::npos, json.c_str());
+        QCOMPARE(allocationLayersCsv(file), std::string("layer,head,k_type,v_type,k_bits,v_bits,bits\n"
+                                                         "0,,,,4,2,3\n"
+                                                         "1,,,,4,2,3\n"));
+        QVERIFY(llamaCppTypes(file.entries).ctk.empty());
+
+        // llama.cpp's types: one K type and one V type everywhere give -ctk / -ctv ...
+        AllocationFile types;
+        types.targetBits = 6.5;
+        types.entries = {AllocationEntry{0, -1, 0, 0, "q8_0", "q4_0", 6.5}, AllocationEntry{1, 2, 0, 0, "q8_0", "q4_0", 0.0}};
+        const LlamaCppTypes same = llamaCppTypes(types.entries);
+        QCOMPARE(same.args(), std::string("-ctk q8_0 -ctv q4_0"));
+        const std::string typesJson = allocationToJson(types);
+        QVERIFY2(typesJson.find("\"args\": \"-ctk q8_0 -ctv q4_0\"") != std::string::npos, typesJson.c_str());
+        const auto typesBack = allocationFromJson(typesJson);
+        QVERIFY2(typesBack.ok(), typesBack.ok() ? "" : typesBack.error().text().c_str());
+        QVERIFY(*typesBack == types);
+        QCOMPARE(allocationLayersCsv(types), std::string("layer,head,k_type,v_type,k_bits,v_bits,bits\n"
+                                                          "0,,q8_0,q4_0,,,6.5\n"
+                                                          "1,2,q8_0,q4_0,,,\n"));
+        // ... layers that differ give none, and say why; so does a mix of widths and types.
+        types.entries[1].vType = "f16";
+        QVERIFY(llamaCppTypes(types.entries).ctk.empty());
+        QCOMPARE(llamaCppTypes(types.entries).note.substr(0, 35), std::string("no single -ctk/-ctv: layers differ "));
+        const auto differ = allocationFromJson(allocationToJson(types));
+        QVERIFY(differ.ok() && *differ == types);
+        types.entries[1] = AllocationEntry{1, -1, 3, 0, "", "q4_0", 0.0};
+        QVERIFY(llamaCppTypes(types.entries).note.find("TurboQuant") != std::string::npos);
+        const auto mixed = allocationFromJson(allocationToJson(types));
+        QVERIFY(mixed.ok() && *mixed == types);
+        // The reader stays strict about what it now accepts.
+        const auto badBits = allocationFromJson(R"({"format": "kvlens-allocation", "layers": [{"layer": 0, "k_bits": 3,
+            "v_bits": 2, "bits": -1}]})");
+        QVERIFY(!badBits.ok());
+        QCOMPARE(badBits.error().field, std::string("layers[0].bits"));
+        const auto badLlama = allocationFromJson(R"({"format": "kvlens-allocation", "llama_cpp": {"ctk": 8},
+            "layers": [{"layer": 0, "k_bits": 3, "v_bits": 2}]})");
+        QVERIFY(!badLlama.ok());
+        QCOMPARE(badLlama.error().field, std::string("llama_cpp.ctk"));
     }
 
     void theExactFrontSeesWhatTheHullCannot()

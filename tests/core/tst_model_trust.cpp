@@ -109,6 +109,7 @@ private slots:
     void finding3_aThousandLayerDumpIsParsedOnce();
     // ---- Finding 4: the advisor dropped a layer silently ---------------------------------------
     void finding4_aLayerWithoutFiniteCurvesIsNamed();
+    void finding4_theObjectiveChoosesTheCurvesStatistic();
     // ---- Finding 5: duplicate layers / heads ran twice -----------------------------------------
     void finding5_duplicateCellsAreRefused_data();
     void finding5_duplicateCellsAreRefused();
@@ -302,6 +303,58 @@ void TestModelTrust::finding4_aLayerWithoutFiniteCurvesIsNamed()
     QCOMPARE(check.layers, 2);
     QVERIFY(std::isinf(check.measured));
     QCOMPARE(check.nonFinite, 4LL); // one query in each of layer 1's K-only trials (2 budgets x 2 seeds)
+}
+
+void TestModelTrust::finding4_theObjectiveChoosesTheCurvesStatistic()
+{
+    // The spec's advisor objective (issue 31): each curve point is the median (or p99, or mean) of
+    // the layer's per-query K-only / V-only losses, recomputed here from the trials by hand.
+    writeDump(path("two.safetensors"), 2, 16);
+    auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + path("two.safetensors")
+                             + R"(", "layers": "all", "heads": [0]}, "d": 4, "tokens": 16, "queries": 5,
+                             "schemes": ["K-only", "V-only"], "budgets": [2, 3], "seeds": {"count": 2},
+                             "metrics": {"top_k": 2}, "advisor": {"bits": [2.5, 3], "objective": "median"}})");
+    QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
+    const ResultSet r = test::runSpec(*spec);
+    const auto cells = modelCells(r);
+    // The value of `loss` at quantile p (type 7) over (layer, scheme, budget)'s queries and seeds.
+    auto byHand = [&](int layer, const char* scheme, int budget, AdvisorLoss loss, double p) {
+        std::vector<double> v;
+        for (const TrialResult& t : r.trials)
+            if (cells[static_cast<std::size_t>(t.key.point)].layer == layer && t.key.budget == budget
+                && r.schemes[static_cast<std::size_t>(t.key.scheme)].name == scheme)
+                for (float x : loss == AdvisorLoss::Kl ? t.kl : t.relMseT)
+                    v.push_back(x);
+        std::sort(v.begin(), v.end());
+        const double h = (static_cast<double>(v.size()) - 1.0) * p;
+        const auto lo = static_cast<std::size_t>(h);
+        return v[lo] + (h - static_cast<double>(lo)) * (v[std::min(lo + 1, v.size() - 1)] - v[lo]);
+    };
+    for (const auto& [statistic, p] : {std::pair{AdvisorStatistic::Median, 0.5}, std::pair{AdvisorStatistic::P99, 0.99}})
+        for (const AdvisorLoss loss : {AdvisorLoss::RelMseT, AdvisorLoss::Kl}) {
+            AdvisorOptions objective;
+            objective.objective = statistic;
+            objective.loss = loss;
+            const auto curves = layerCurves(r, objective);
+            QVERIFY(curves.ok());
+            QCOMPARE(curves->size(), std::size_t{2});
+            for (const LayerCurves& c : *curves)
+                for (std::size_t i = 0; i < c.kBits.size(); ++i) {
+                    const double k = byHand(c.layer, "K-only", c.kBits[i], loss, p);
+                    const double v = byHand(c.layer, "V-only", c.vBits[i], loss, p);
+                    QVERIFY2(std::abs(c.kLoss[i] - k) <= 1e-12 * std::max(1.0, std::abs(k)),
+                             qPrintable(QStringLiteral("layer %1 n %2: %3 vs %4").arg(c.layer).arg(c.kBits[i]).arg(c.kLoss[i]).arg(k)));
+                    QVERIFY(std::abs(c.vLoss[i] - v) <= 1e-12 * std::max(1.0, std::abs(v)));
+                    if (loss == AdvisorLoss::Kl)
+                        QCOMPARE(c.vLoss[i], 0.0); // KL cannot see V
+                }
+        }
+    // The default objective is the mean output error, as before the field existed.
+    const auto mean = layerCurves(r);
+    const auto explicitMean = layerCurves(r, AdvisorOptions{{3.0}, AdvisorStatistic::Mean, AdvisorLoss::RelMseT});
+    QVERIFY(mean.ok() && explicitMean.ok());
+    QCOMPARE(mean->front().kLoss, explicitMean->front().kLoss);
+    QVERIFY(mean->front().kLoss != layerCurves(r, r.spec.advisor)->front().kLoss); // the median differs here
 }
 
 void TestModelTrust::finding5_duplicateCellsAreRefused_data()

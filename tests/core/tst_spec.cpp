@@ -200,6 +200,23 @@ private slots:
         QTest::newRow("sweep d not integer") << R"({"sweep": {"d": [64, 64.5]}})" << "sweep.d[1]" << "integer";
         QTest::newRow("sweep empty") << R"({"sweep": {"queries": []}})" << "sweep.queries" << "at least one";
         QTest::newRow("sweep budget") << R"({"sweep": {"budget": [2, 9]}})" << "sweep.budget[1]" << "[2, 8]";
+        // The advisor (issue 31): targets within [narrowest budget, fp16], each once; known objectives only.
+        QTest::newRow("advisor bits high") << R"({"advisor": {"bits": [3, 17]}})" << "advisor.bits[1]"
+                                           << "17 is outside [2, 16]";
+        QTest::newRow("advisor bits below budgets") << R"({"budgets": [3, 4], "advisor": {"bits": [2.5]}})"
+                                                    << "advisor.bits[0]" << "2.5 is outside [3, 16]";
+        QTest::newRow("advisor bits twice") << R"({"advisor": {"bits": [3, 2.5, 3]}})" << "advisor.bits[2]"
+                                            << "listed twice (first as advisor.bits[0])";
+        QTest::newRow("advisor bits empty") << R"({"advisor": {"bits": []}})" << "advisor.bits" << "non-empty array";
+        QTest::newRow("advisor bits text") << R"({"advisor": {"bits": ["3"]}})" << "advisor.bits[0]" << "number";
+        QTest::newRow("advisor objective") << R"({"advisor": {"objective": "p95"}})" << "advisor.objective"
+                                           << "\"mean\", \"median\", \"p99\"";
+        QTest::newRow("advisor loss") << R"({"advisor": {"loss": "mse"}})" << "advisor.loss" << "\"rel_mse_t\"";
+        QTest::newRow("advisor end to end") << R"({"advisor": {"loss": "kld_end_to_end"}})" << "advisor.loss"
+                                            << "kvlens eval";
+        QTest::newRow("advisor unknown key") << R"({"advisor": {"bits": [3], "target": 3}})" << "advisor.target"
+                                             << "unknown key (allowed: bits, objective, loss)";
+        QTest::newRow("advisor not object") << R"({"advisor": [3]})" << "advisor" << "JSON object";
     }
     void invalidFieldsAreNamed()
     {
@@ -210,6 +227,44 @@ private slots:
         QVERIFY2(!spec.ok(), qPrintable(json));
         QCOMPARE(QString::fromStdString(spec.error().field), field);
         QVERIFY2(QString::fromStdString(spec.error().message).contains(mention), spec.error().message.c_str());
+    }
+
+    void advisorRoundTripsAndDefaultsToToday()
+    {
+        // Not named: the default (one target, 3 bits, the mean output error) and nothing written,
+        // so every spec.json (and spec hash) from before the field is unchanged.
+        const auto plain = specFromJson(R"({"d": 64})");
+        QVERIFY(plain.ok());
+        QVERIFY(plain->advisor == AdvisorOptions{});
+        QCOMPARE(plain->advisor.targets(), std::vector<double>{3.0});
+        QVERIFY(specToJson(*plain).find("advisor") == std::string::npos);
+        // Named: read, written, read back the same.
+        const auto given = specFromJson(R"({"d": 64, "advisor": {"bits": [2.5, 3, 3.5], "objective": "p99", "loss": "kl"}})");
+        QVERIFY2(given.ok(), given.ok() ? "" : given.error().text().c_str());
+        QCOMPARE(given->advisor.bits, (std::vector<double>{2.5, 3.0, 3.5}));
+        QCOMPARE(given->advisor.objective, AdvisorStatistic::P99);
+        QCOMPARE(given->advisor.loss, AdvisorLoss::Kl);
+        const std::string json = specToJson(*given);
+        const auto back = specFromJson(json);
+        QVERIFY(back.ok());
+        QVERIFY(*back == *given);
+        QCOMPARE(specToJson(*back), json);
+        // One number is one target; an objective alone keeps the default target.
+        const auto one = specFromJson(R"({"advisor": {"bits": 3.25}})");
+        QVERIFY(one.ok());
+        QCOMPARE(one->advisor.targets(), std::vector<double>{3.25});
+        const auto median = specFromJson(R"({"advisor": {"objective": "median"}})");
+        QVERIFY(median.ok());
+        QCOMPARE(median->advisor.targets(), std::vector<double>{3.0});
+        QCOMPARE(median->advisor.objective, AdvisorStatistic::Median);
+        const auto medianBack = specFromJson(specToJson(*median));
+        QVERIFY(medianBack.ok() && *medianBack == *median);
+        // The target range follows the budgets: 2 is the narrowest width of the default budgets.
+        QVERIFY(specFromJson(R"({"advisor": {"bits": [2, 16]}})").ok());
+        const auto low = specFromJson(R"({"advisor": {"bits": [1.99]}})");
+        QVERIFY(!low.ok());
+        QCOMPARE(low.error().text(), std::string("advisor.bits[0]: 1.99 is outside [2, 16] (no allocation of the widths "
+                                                 "run, budgets from 2, costs less than 2 bits per coordinate; 16 is fp16)"));
     }
 
     void sweepGrid()
