@@ -3,6 +3,7 @@
 #include "app/backend_factory.h"
 #include "app/batch.h"
 #include "widgets/figure_export.h"
+#include "app/capture_command.h"
 #include "app/codebook_command.h"
 #include "app/eval_command.h"
 #include "app/main_window.h"
@@ -77,6 +78,15 @@ int run(int argc, char** argv)
         std::vector<std::string> args(argv + 2, argv + argc);
         return kvlens::app::runCodebookCommand(args, std::cout, std::cerr);
     }
+    // `kvlens capture`: no window and no figures, so no Qt at all.
+    if (argc >= 2 && std::string(argv[1]) == "capture") {
+        auto parsed = kvlens::app::parseCaptureArguments(std::vector<std::string>(argv + 2, argv + argc));
+        if (!parsed) {
+            std::cerr << "kvlens capture: " << parsed.error().text() << "\n";
+            return kvlens::app::kExitRefused;
+        }
+        return kvlens::app::runCaptureCommand(*parsed, std::cout, std::cerr);
+    }
     // `kvlens merge`: arguments checked before Qt starts; the figures then need a QApplication.
     const bool merge = argc >= 2 && std::string(argv[1]) == "merge";
     std::optional<kvlens::app::MergeOptions> mergeOptions;
@@ -137,7 +147,8 @@ int run(int argc, char** argv)
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
         "  kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]   check the shards of a --shard run and\n"
         "                                       write the files the unsharded run writes\n")
-        + QString::fromLatin1(kvlens::app::evalUsage()) + QStringLiteral(
+        + QString::fromLatin1(kvlens::app::evalUsage()) + QString::fromLatin1(kvlens::app::captureUsage())
+        + QStringLiteral(
         "Batch mode (no display needed):\n"
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
         "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv,\n"
