@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -149,9 +150,12 @@ Result<CaptureResult> captureChunk(const lm::Transformer& model, std::span<const
     m["positions"] = "0.." + std::to_string(r.tokens - 1);
     m["source"] = source;
     m["model_layers"] = layerList(r.layers);
-    if (std::isfinite(r.spanLoss))
-        m["span_loss"] = formatNumber(r.spanLoss) + " nats/token (mean next-token loss over positions 0.."
+    if (std::isfinite(r.spanLoss)) {
+        char loss[32];
+        std::snprintf(loss, sizeof loss, "%.4f", r.spanLoss);
+        m["span_loss"] = std::string(loss) + " nats/token (mean next-token loss over positions 0.."
                          + std::to_string(r.tokens - 2) + ", exact cache)";
+    }
     m["captured_by"] = "kvlens capture (C++ forward: K and Q after RoPE as the KV cache holds them, V as written)";
     return r;
 }

@@ -205,7 +205,7 @@ private slots:
         QFile map(out + QStringLiteral("/model_map.csv"));
         QVERIFY(map.open(QIODevice::ReadOnly));
         const QList<QByteArray> rows = map.readAll().trimmed().split('\n');
-        QCOMPARE(rows.size(), 1 + 16 * 5 * 3 * 8); // cells x schemes x budgets x metrics
+        QCOMPARE(rows.size(), 1 + 32 * 5 * 3 * 8); // cells (4 layers x 8 query heads) x schemes x budgets x metrics
         QVERIFY(rows.front() == "layer,head,scheme,budget,metric,value,ci_low,ci_high");
         QFile allocation(out + QStringLiteral("/allocation.json"));
         QVERIFY(allocation.open(QIODevice::ReadOnly));
