@@ -2,8 +2,7 @@
 // kvlens entry point: subcommands that need no window first, then batch mode or the GUI.
 #include "app/backend_factory.h"
 #include "app/batch.h"
-#include "widgets/figure_export.h"
-#include "widgets/views.h"
+#include "app/capture_command.h"
 #include "app/codebook_command.h"
 #include "app/eval_command.h"
 #include "app/main_window.h"
@@ -12,6 +11,8 @@
 #include "app/resources.h"
 #include "core/spec/spec_json.h"
 #include "gpu/device.h"
+#include "widgets/figure_export.h"
+#include "widgets/views.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -78,6 +79,15 @@ int run(int argc, char** argv)
         std::vector<std::string> args(argv + 2, argv + argc);
         return kvlens::app::runCodebookCommand(args, std::cout, std::cerr);
     }
+    // `kvlens capture`: no window and no figures, so no Qt at all.
+    if (argc >= 2 && std::string(argv[1]) == "capture") {
+        auto parsed = kvlens::app::parseCaptureArguments(std::vector<std::string>(argv + 2, argv + argc));
+        if (!parsed) {
+            std::cerr << "kvlens capture: " << parsed.error().text() << "\n";
+            return kvlens::app::kExitRefused;
+        }
+        return kvlens::app::runCaptureCommand(*parsed, std::cout, std::cerr);
+    }
     // `kvlens merge`: arguments checked before Qt starts; the figures then need a QApplication.
     const bool merge = argc >= 2 && std::string(argv[1]) == "merge";
     std::optional<kvlens::app::MergeOptions> mergeOptions;
@@ -138,7 +148,8 @@ int run(int argc, char** argv)
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
         "  kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]   check the shards of a --shard run and\n"
         "                                       write the files the unsharded run writes\n")
-        + QString::fromLatin1(kvlens::app::evalUsage()) + QStringLiteral(
+        + QString::fromLatin1(kvlens::app::evalUsage()) + QString::fromLatin1(kvlens::app::captureUsage())
+        + QStringLiteral(
         "Batch mode (no display needed):\n"
         "  kvlens --batch SPEC.json --out DIR   run a spec (\"default\" for the default experiment) and write\n"
         "                                       DIR/spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv,\n"

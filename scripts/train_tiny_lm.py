@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Train KVLens's shipped example model and capture its KV cache.
+"""Train KVLens's first example model (no longer shipped) and capture its KV cache.
+
+Historical: resources/examples/tiny_lm_kv.safetensors is now the dump of the shipped model
+resources/models/tiny-llama (scripts/train_tiny_llama.py), written by `kvlens capture`; this script
+writes to /tmp/tiny_lm_kv.safetensors by default so it never replaces it.
 
 A small causal transformer (4 layers x 4 heads x head_dim 64, d_model 256, RoPE, byte-level
 vocabulary of 256) is trained on the licence texts Debian installs in /usr/share/common-licenses
@@ -9,7 +13,7 @@ deterministic kernels. Then Q, K (both after RoPE) and V of every layer and head
 scripts/capture_kv.py on the first 512 bytes of the held-out Apache-2.0 text and written to
 resources/examples/tiny_lm_kv.safetensors (F16), with the model card in its metadata and on stdout.
 
-  /usr/bin/python3 scripts/train_tiny_lm.py [--steps 800] [--out resources/examples/tiny_lm_kv.safetensors]
+  /usr/bin/python3 scripts/train_tiny_lm.py [--steps 800] [--out /tmp/tiny_lm_kv.safetensors]
 
 Needs Debian's python3-torch and a fast BLAS (apt install python3-torch libblis4-pthread: with the
 reference BLAS Debian installs by default, torch's products run at 2 GFLOP/s and training takes
@@ -129,8 +133,7 @@ def main():
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--context", type=int, default=512)
     parser.add_argument("--capture-tokens", type=int, default=512)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resources",
-                                                      "examples", "tiny_lm_kv.safetensors"))
+    parser.add_argument("--out", default="/tmp/tiny_lm_kv.safetensors")
     args = parser.parse_args()
 
     torch.manual_seed(20261201)

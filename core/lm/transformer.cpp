@@ -311,7 +311,9 @@ private:
         matmulT(m_pool, m_h, lw.qkv, lw.qkvBias, m_qkv);
         if (!gpt2)
             applyRope(m_pool, m_qkv, m_c.heads + m_c.kvHeads, m_c.headDim, m_rope);
-        if (m_o.capture.count > 0)
+        if (m_o.capture.count > 0
+            && (m_o.capture.layers.empty()
+                || std::binary_search(m_o.capture.layers.begin(), m_o.capture.layers.end(), layer)))
             captureLayer(result.capture[static_cast<std::size_t>(layer)]);
         if (auto s = attention(layer); !s)
             return s;
@@ -546,6 +548,13 @@ Status checkOptions(const ModelConfig& c, std::span<const std::int32_t> tokens, 
     if (o.capture.count < 0 || o.capture.start < 0 || o.capture.start + std::int64_t(o.capture.count) > t)
         return Error{"capture", "positions [" + std::to_string(o.capture.start) + ", +" + std::to_string(o.capture.count)
                                     + ") must lie inside the chunk's " + std::to_string(t) + " tokens"};
+    for (std::size_t i = 0; i < o.capture.layers.size(); ++i) {
+        const int l = o.capture.layers[i];
+        if (l < o.startLayer || l >= c.layers || (i > 0 && l <= o.capture.layers[i - 1]))
+            return Error{"capture", "layers[" + std::to_string(i) + "] = " + std::to_string(l) + " must be in ["
+                                        + std::to_string(o.startLayer) + ", " + std::to_string(c.layers - 1)
+                                        + "] and above the layer before it"};
+    }
     if (o.probe) {
         const ProbeRequest& p = *o.probe;
         if (p.layer < o.startLayer || p.layer >= c.layers)

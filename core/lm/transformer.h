@@ -41,10 +41,14 @@ public:
     }
 };
 
-/// Which positions of the chunk to keep Q, K, V of (every layer from the start layer on).
+/// Which positions of the chunk to keep Q, K, V of (every layer from the start layer on, or the
+/// layers listed).
 struct CaptureRequest {
     int start = 0; ///< first position
     int count = 0; ///< positions kept; 0: no capture
+    /// The layers kept (each in [startLayer, layers), increasing); empty: every layer from startLayer.
+    /// A capture of a few layers of a large model holds only theirs.
+    std::vector<int> layers = {};
 };
 
 /// One layer's captured vectors, token-major per head, C order.
@@ -100,7 +104,7 @@ struct ForwardOptions {
 
 struct ForwardResult {
     RowMatrixXf logits;                 ///< [(T - logitsStart) x vocab]
-    std::vector<LayerCapture> capture;  ///< [layers] when requested (entries below startLayer empty)
+    std::vector<LayerCapture> capture;  ///< [layers] when requested (entries below startLayer or not listed empty)
     std::optional<AttentionProbe> probe;
 };
 

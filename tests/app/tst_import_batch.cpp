@@ -208,7 +208,7 @@ private slots:
         QFile map(out + QStringLiteral("/model_map.csv"));
         QVERIFY(map.open(QIODevice::ReadOnly));
         const QList<QByteArray> rows = map.readAll().trimmed().split('\n');
-        QCOMPARE(rows.size(), 1 + 16 * 5 * 3 * 8); // cells x schemes x budgets x metrics
+        QCOMPARE(rows.size(), 1 + 32 * 5 * 3 * 8); // cells (4 layers x 8 query heads) x schemes x budgets x metrics
         QVERIFY(rows.front() == "layer,head,scheme,budget,metric,value,ci_low,ci_high");
         QFile allocation(out + QStringLiteral("/allocation.json"));
         QVERIFY(allocation.open(QIODevice::ReadOnly));
@@ -237,7 +237,7 @@ private slots:
             "name": "tiny LM: two advisor targets",
             "regime": {"name": "model", "file": ")" KVLENS_SOURCE_DIR R"(/resources/examples/tiny_lm_kv.safetensors",
                        "layers": "all", "heads": "all", "token_start": 0, "query_start": 448, "causal": "on"},
-            "d": 64, "tokens": 512, "queries": 64, "schemes": ["K-only", "V-only", "TQ-KV", "KQV"],
+            "d": 32, "tokens": 512, "queries": 64, "schemes": ["K-only", "V-only", "TQ-KV", "KQV"],
             "budgets": [2, 3, 4], "seeds": {"first": 1, "count": 2},
             "comparisons": {"bootstrap": 200, "permutations": 99},
             "advisor": {"bits": [2.5, 3.5], "objective": "mean"}})");

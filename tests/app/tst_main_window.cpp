@@ -397,10 +397,11 @@ private slots:
 
     void theModelMapDrawsEveryCellAndAClickStudiesOne()
     {
-        // The shipped tiny model: 4 layers x 4 heads, every cell a grid point.
+        // The shipped tiny model (resources/models/tiny-llama/config.json): 4 layers x 8 query heads
+        // (2 KV heads) of dimension 32, every cell a grid point.
         const std::string dump = std::string(KVLENS_EXAMPLES_DIR) + "/tiny_lm_kv.safetensors";
         auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + dump + R"(", "layers": "all",
-            "heads": "all", "query_start": 448}, "d": 64, "tokens": 512, "queries": 64,
+            "heads": "all", "query_start": 448}, "d": 32, "tokens": 512, "queries": 64,
             "schemes": ["K-only", "V-only"], "budgets": [2, 3], "seeds": {"count": 1},
             "comparisons": {"bootstrap": 100, "permutations": 49}})");
         QVERIFY2(spec.ok(), spec.ok() ? "" : spec.error().text().c_str());
@@ -414,7 +415,7 @@ private slots:
                 map = m;
         QVERIFY(map);
         for (int layer = 0; layer < 4; ++layer)
-            for (int head = 0; head < 4; ++head)
+            for (int head = 0; head < 8; ++head)
                 QVERIFY2(std::isfinite(map->cellValue(layer, head)) && map->cellValue(layer, head) > 0.0,
                          qPrintable(QStringLiteral("cell %1, %2").arg(layer).arg(head)));
         QVERIFY(map->cellText(2, 1).contains(QStringLiteral("layer 2, head 1")));
@@ -427,7 +428,7 @@ private slots:
         QCOMPARE(paramNumber(now.regimeParams, "head"), 1.0);
         QVERIFY(window.lastData().results->regimeNote.find("layer 2, query head 1") != std::string::npos);
         QVERIFY(std::isfinite(map->cellValue(0, 0))); // still the whole model
-        QCOMPARE(map->mapData().results->spec.pointCount(), 16);
+        QCOMPARE(map->mapData().results->spec.pointCount(), 32);
 
         // The colour bar says what it colours: log10 of the mean KL in nats, whose, at which budget.
         QCOMPARE(map->colourLabel(), QStringLiteral("log10 mean KL (nats), K-only, n = 2"));
@@ -492,17 +493,17 @@ private slots:
                                         [](const widgets::ResultView&) { return QStringLiteral("model_map_3.5in"); }, single)
                             .ok());
         }
-        // The spec beside it is the whole map's run (16 cells), not the studied cell's.
+        // The spec beside it is the whole map's run (32 cells), not the studied cell's.
         const auto written = loadSpecFile(dir.filePath(QStringLiteral("map.spec.json")).toStdString());
         QVERIFY2(written.ok(), written.ok() ? "" : written.error().text().c_str());
-        QCOMPARE(written->pointCount(), 16);
+        QCOMPARE(written->pointCount(), 32);
         QVERIFY(*written == map->mapData().results->spec);
         QVERIFY(!(*written == window.lastData().results->spec));
         // V-only's KL is 0 in every cell (fp16 data: keys kept in fp16 are exact): no colour, and a note.
         for (QComboBox* box : map->findChildren<QComboBox*>())
             if (box->toolTip() == QStringLiteral("The scheme the map shows."))
                 box->setCurrentIndex(1);
-        QVERIFY2(map->plot()->footnotes().join(QLatin1Char(' ')).contains(QStringLiteral("16 of 16 cells uncoloured")),
+        QVERIFY2(map->plot()->footnotes().join(QLatin1Char(' ')).contains(QStringLiteral("32 of 32 cells uncoloured")),
                  qPrintable(map->plot()->footnotes().join(QLatin1Char(' '))));
         QVERIFY(map->colourLabel().contains(QStringLiteral("V-only")));
     }
