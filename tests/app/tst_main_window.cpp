@@ -450,10 +450,15 @@ private slots:
         // Hovering a cell shows its numbers, and they stay: the plot's own move handler used to hide
         // the map's tooltip the instant it appeared.
         {
-            map->show();
+            window.resize(1280, 800);
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QVERIFY(window.showView(QStringLiteral("model_map")));
+            QTest::qWait(50); // the tab's layout and the plot's viewport settle
             map->plot()->replot();
             QSignalSpy hovered(map->plot(), &widgets::PlotWidget::hovered);
             const QPoint at = map->cellCenter(1, 3);
+            QVERIFY(map->plot()->axisRect()->rect().contains(at));
             QVERIFY(at.x() >= 0);
             QMouseEvent move(QEvent::MouseMove, QPointF(at), map->plot()->mapToGlobal(QPointF(at)), Qt::NoButton,
                              Qt::NoButton, Qt::NoModifier);
