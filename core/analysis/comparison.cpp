@@ -433,7 +433,9 @@ std::string comparisonsCsv(const ResultSet& results, const std::vector<Compariso
             csv.add(r.mannWhitneyPNoContinuity.p).add(r.mannWhitneyPNoContinuity.logP * toLog10);
             csv.add(pMethodName(r.ksP.method));
         } else {
-            for (int i = 0; i < 18; ++i)
+            // Blank every secondary column above: 19 (query test 3, Mann-Whitney 4, Wilcoxon 3,
+            // KS and energy 4, methods 2, Mann-Whitney without continuity 2, KS method 1).
+            for (int i = 0; i < 19; ++i)
                 csv.add("");
         }
         // Queries whose KL is NaN or infinite (ranked as +inf above), and the 6D points per scheme

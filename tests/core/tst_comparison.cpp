@@ -8,6 +8,8 @@
 
 #include <QTest>
 
+#include <sstream>
+
 #include <cmath>
 #include <functional>
 
@@ -129,6 +131,33 @@ private slots:
         KVLENS_COMPARE_ABS(find("A", "D").pHolm.p, std::min(1.0, 2.0 * find("A", "D").p.p), 1e-12);
         const std::string csv = stats::comparisonsCsv(r, rows);
         QVERIFY(csv.find(",identical,KL identical on all 64 shared queries") != std::string::npos);
+        // Every row, tested or not, has the header's fields (an untested row was one short; only
+        // the asserting builds noticed).
+        auto fields = [](const std::string& line) {
+            int n = 1;
+            bool quoted = false;
+            for (char c : line) {
+                if (c == '"')
+                    quoted = !quoted;
+                else if (c == ',' && !quoted)
+                    ++n;
+            }
+            return n;
+        };
+        std::istringstream lines(csv);
+        std::string line;
+        int header = -1, rowsSeen = 0;
+        while (std::getline(lines, line)) {
+            if (line.empty() || line[0] == '#')
+                continue;
+            if (header < 0) {
+                header = fields(line);
+                continue;
+            }
+            QCOMPARE(fields(line), header);
+            ++rowsSeen;
+        }
+        QCOMPARE(rowsSeen, static_cast<int>(rows.size()));
     }
 
     void partialRunsCompareSharedSeeds()
