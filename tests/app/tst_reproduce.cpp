@@ -80,7 +80,8 @@ private slots:
         const QString out = dir.filePath(QStringLiteral("report"));
         const Run r = runKvlens({QStringLiteral("--reproduce"), QStringLiteral("--out"), out,
                                  QStringLiteral("--reproduce-scale"), QStringLiteral("0.1"), QStringLiteral("--threads"),
-                                 QStringLiteral("2"), QStringLiteral("--no-figures")});
+                                 QStringLiteral("2"), QStringLiteral("--no-figures")},
+                                {}, 540000); // about 40 s in Release; several minutes under ASan
         QVERIFY2(r.exitCode == 0, r.err.constData());
         QVERIFY(r.err.contains("reproduce [14/15] paper_c_headq:"));
         QVERIFY(r.err.contains("reproduce [15/15] repro_tiny_lm:"));
