@@ -3,6 +3,8 @@
 // model dump file written from them (the layout scripts/capture_kv.py writes and inspectModelDump reads).
 #include "core/eval/capture.h"
 
+#include "core/eval/model_input.h"
+
 #include "core/common/format.h"
 #include "core/common/fp16.h"
 #include "core/experiment/runner.h"
@@ -204,35 +206,16 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
     if (!model)
         return model.error();
 
-    std::vector<std::int32_t> tokens;
-    std::unique_ptr<lm::Tokenizer> tokenizer;
-    std::string input;
-    if (!spec.tokensFile.empty()) {
-        auto ids = lm::readTokenIds(spec.tokensFile);
-        if (!ids)
-            return ids.error();
-        tokens = std::move(ids).value();
+    auto read = readModelInput(spec.modelDir, spec.textFile, spec.tokensFile, spec.parseSpecialTokens,
+                               model->config().vocab);
+    if (!read)
+        return read.error();
+    std::vector<std::int32_t> tokens = std::move(read->tokens);
+    std::unique_ptr<lm::Tokenizer> tokenizer = std::move(read->tokenizer);
+    const std::string input = spec.tokensFile.empty() ? spec.textFile : spec.tokensFile;
+    if (!spec.tokensFile.empty())
         if (auto ok = lm::checkTokenIds(tokens, model->config().vocab, spec.tokensFile); !ok)
             return ok.error();
-        tokenizer = lm::makeIdsTokenizer(model->config().vocab);
-        input = spec.tokensFile;
-    } else {
-        lm::TokenizerOptions options;
-        options.parseSpecialTokens = spec.parseSpecialTokens;
-        auto loaded = lm::loadTokenizer(spec.modelDir, model->config().vocab, options);
-        if (!loaded)
-            return loaded.error();
-        tokenizer = std::move(loaded).value();
-        constexpr std::uint64_t kMaxTextBytes = 256ull << 20;
-        auto text = io::readRegularFile(spec.textFile, kMaxTextBytes);
-        if (!text)
-            return text.error();
-        auto encoded = tokenizer->encode(*text);
-        if (!encoded)
-            return Error{"text", spec.textFile + ": " + encoded.error().text()};
-        tokens = std::move(encoded).value();
-        input = spec.textFile;
-    }
     const auto available = static_cast<long long>(tokens.size());
     if (spec.offset + spec.ctx > available)
         return Error{"offset", input + " gives " + std::to_string(available) + " tokens: a chunk of "

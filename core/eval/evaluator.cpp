@@ -5,7 +5,7 @@
 
 #include "core/common/memory.h"
 #include "core/experiment/runner.h"
-#include "core/io/file_read.h"
+#include "core/eval/model_input.h"
 #include "core/lm/hf_config.h"
 #include "core/lm/token_ids.h"
 #include "core/lm/tokenizer.h"
@@ -557,30 +557,12 @@ Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks)
         return model.error();
     retainFreedMemory();
 
-    std::vector<std::int32_t> tokens;
-    std::unique_ptr<lm::Tokenizer> tokenizer;
-    if (!spec.tokensFile.empty()) {
-        auto ids = lm::readTokenIds(spec.tokensFile);
-        if (!ids)
-            return ids.error();
-        tokens = std::move(ids).value();
-        tokenizer = lm::makeIdsTokenizer(model->config().vocab);
-    } else {
-        lm::TokenizerOptions options;
-        options.parseSpecialTokens = spec.parseSpecialTokens;
-        auto loaded = lm::loadTokenizer(spec.modelDir, model->config().vocab, options);
-        if (!loaded)
-            return loaded.error();
-        tokenizer = std::move(loaded).value();
-        constexpr std::uint64_t kMaxTextBytes = 256ull << 20;
-        auto text = io::readRegularFile(spec.textFile, kMaxTextBytes);
-        if (!text)
-            return text.error();
-        auto encoded = tokenizer->encode(*text);
-        if (!encoded)
-            return Error{"text", spec.textFile + ": " + encoded.error().text()};
-        tokens = std::move(encoded).value();
-    }
+    auto read = readModelInput(spec.modelDir, spec.textFile, spec.tokensFile, spec.parseSpecialTokens,
+                               model->config().vocab);
+    if (!read)
+        return read.error();
+    const std::vector<std::int32_t> tokens = std::move(read->tokens);
+    const std::unique_ptr<lm::Tokenizer> tokenizer = std::move(read->tokenizer);
     const lm::Tokenizer& t = *tokenizer;
     auto result = runEval(spec, *model, tokens, t.bos(), callbacks, [&t](std::int32_t id) { return t.tokenBytes(id); });
     if (result)
