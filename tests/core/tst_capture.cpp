@@ -9,6 +9,7 @@
 #include "core/io/tensor_file.h"
 #include "core/regimes/model_dump.h"
 #include "common/approx.h"
+#include "common/shipped_model.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -22,18 +23,12 @@ using namespace kvlens::eval;
 
 namespace {
 
-const std::string kModel = std::string(KVLENS_MODELS_DIR) + "/tiny-llama";
+const std::string kModel = kvlens::testing::shippedModelDir();
 constexpr int kOffset = 100, kCtx = 96;
 
 const lm::Transformer& model()
 {
-    static const lm::Transformer m = [] {
-        auto loaded = lm::Transformer::load(kModel, lm::LoadOptions{2048, 128, 2, 2});
-        if (!loaded)
-            qFatal("%s", loaded.error().text().c_str());
-        return std::move(loaded).value();
-    }();
-    return m;
+    return kvlens::testing::shippedModel();
 }
 
 /// Bytes [from, from + count) of the held-out text as token ids (the vocabulary is the 256 bytes).

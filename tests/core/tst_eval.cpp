@@ -9,6 +9,7 @@
 #include "core/lm/tokenizer.h"
 #include "core/spec/allocation.h"
 #include "common/approx.h"
+#include "common/shipped_model.h"
 #include "common/closed_form_model.h"
 
 #include <QTest>
@@ -22,17 +23,11 @@ using namespace kvlens::eval;
 
 namespace {
 
-const std::string kModel = std::string(KVLENS_MODELS_DIR) + "/tiny-llama";
+const std::string kModel = kvlens::testing::shippedModelDir();
 
 const lm::Transformer& model()
 {
-    static const lm::Transformer m = [] {
-        auto loaded = lm::Transformer::load(kModel, lm::LoadOptions{2048, 128, 2, 2});
-        if (!loaded)
-            qFatal("%s", loaded.error().text().c_str());
-        return std::move(loaded).value();
-    }();
-    return m;
+    return kvlens::testing::shippedModel();
 }
 
 /// The held-out text's bytes as token ids (the model's vocabulary is its 256 bytes).
