@@ -6,6 +6,7 @@
 
 #include "app/experiment_worker.h"
 #include "widgets/model_map_view.h"
+#include "widgets/output_view.h"
 #include "widgets/teaching_view.h"
 #include "core/io/atomic_file.h"
 #include "core/spec/spec_json.h"
@@ -21,6 +22,9 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QPushButton>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHash>
@@ -115,7 +119,52 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
                 statusBar()->showMessage(QString(text).replace(QLatin1Char('\n'), QStringLiteral("  ·  ")), 4000);
         });
     }
-    setCentralWidget(m_tabs);
+    // The model's output: its own run (a model over text), beside the Model map it explains.
+    m_output = new widgets::OutputView(m_tabs);
+    const QString model = QString::fromStdString(shippedModelDirectory());
+    m_output->setDefaults(model, model + QStringLiteral("/heldout.txt"));
+    int outputAt = m_tabs->count();
+    for (int i = 0; i < m_tabs->count(); ++i)
+        if (auto* v = qobject_cast<widgets::ResultView*>(m_tabs->widget(i)); v && v->viewId() == QStringLiteral("model_map"))
+            outputAt = i + 1;
+    outputAt = m_tabs->insertTab(outputAt, m_output, QStringLiteral("Output"));
+    m_tabs->setTabToolTip(outputAt, QStringLiteral("Output: a model over text with its KV cache quantized by each scheme; "
+                                                   "llama.cpp's KLD statistics, the text shaded by each token's KLD, and "
+                                                   "the drill-down from a damaged token to one head's attention."));
+    // First-run orientation: what the default experiment is and where to look first (dismissed once for good).
+    auto* central = new QWidget(this);
+    auto* centralLayout = new QVBoxLayout(central);
+    centralLayout->setContentsMargins(0, 0, 0, 0);
+    centralLayout->setSpacing(0);
+    auto* frame = new QFrame(central);
+    m_orientation = frame;
+    frame->setObjectName(QStringLiteral("orientation"));
+    frame->setFrameShape(QFrame::StyledPanel);
+    frame->setStyleSheet(QStringLiteral("#orientation { background: #eef4fb; }"));
+    auto* orientationLayout = new QHBoxLayout(m_orientation);
+    orientationLayout->setContentsMargins(8, 4, 4, 4);
+    auto* orientationText = new QLabel(
+        QStringLiteral("<b>Start here.</b> The default experiment quantizes Gaussian keys and values (d = 128, 1024 tokens, "
+                       "8 seeds) with paper A's KV, KQV and QKQV at 2-4 bits and measures how far each query's attention "
+                       "moves. Look first at <b>KL</b> (the damage per query), then <b>Comparisons</b> (which scheme is "
+                       "better, with the seed as the unit), then <b>Teaching</b> (why keys hurt more than values). "
+                       "<b>Output</b> runs a real model over text; Presets load the papers' experiments."),
+        m_orientation);
+    orientationText->setWordWrap(true);
+    orientationLayout->addWidget(orientationText, 1);
+    auto* dismiss = new QPushButton(QStringLiteral("Got it"), m_orientation);
+    dismiss->setObjectName(QStringLiteral("dismissOrientation"));
+    orientationLayout->addWidget(dismiss, 0, Qt::AlignTop);
+    connect(dismiss, &QPushButton::clicked, this, [this] {
+        m_orientation->hide();
+        if (m_restoreSettings)
+            settings().setValue(QStringLiteral("orientationDismissed"), true);
+    });
+    if (m_restoreSettings && settings().value(QStringLiteral("orientationDismissed"), false).toBool())
+        m_orientation->hide();
+    centralLayout->addWidget(m_orientation);
+    centralLayout->addWidget(m_tabs, 1);
+    setCentralWidget(central);
     for (widgets::ResultView* v : m_views)
         if (auto* map = qobject_cast<widgets::ModelMapView*>(v))
             connect(map, &widgets::ModelMapView::cellActivated, this, &MainWindow::studyModelCell);
@@ -286,6 +335,9 @@ void MainWindow::studyModelCell(int layer, int head)
     ExperimentSpec spec = m_data.results ? m_data.results->spec : m_controls->spec();
     if (spec.regime != "model")
         return;
+    // The Output tab's clicked token, if any, is drilled down in that same head.
+    if (m_output->text()->selected() >= 0)
+        m_output->setDrillHead(layer, head);
     // The cell becomes the experiment: the layer and head axes go, every view shows that head.
     std::erase_if(spec.sweep, [](const SweepAxis& a) {
         return a.parameter == SweepParameter::Regime && (a.regimeKey == "layer" || a.regimeKey == "head");
@@ -647,6 +699,18 @@ widgets::ExportOutcome MainWindow::exportTo(const std::vector<widgets::ResultVie
 
 void MainWindow::exportCurrent()
 {
+    if (auto* output = qobject_cast<widgets::OutputView*>(m_tabs->currentWidget())) {
+        const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Export the model run into"), m_exportFolder);
+        if (dir.isEmpty())
+            return;
+        m_exportFolder = dir;
+        const auto outcome = output->exportRun(dir, widgets::ExportOptions{});
+        if (!outcome.ok())
+            QMessageBox::warning(this, QStringLiteral("Export failed"), outcome.error);
+        else
+            setMessage(QStringLiteral("wrote %1 files into %2").arg(outcome.written.size()).arg(dir), false);
+        return;
+    }
     auto* view = qobject_cast<widgets::ResultView*>(m_tabs->currentWidget());
     if (!view || m_data.empty()) {
         QMessageBox::information(this, QStringLiteral("Export"), QStringLiteral("Run an experiment first."));

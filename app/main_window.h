@@ -24,6 +24,7 @@ class QTabWidget;
 
 namespace kvlens::widgets {
 class ControlPanel;
+class OutputView;
 class ResultView;
 class ValidationView;
 struct ValidationData;
@@ -44,6 +45,10 @@ public:
     widgets::ValidationView* validationView() const { return m_validation; }
     const std::vector<widgets::ResultView*>& views() const { return m_views; }
     QTabWidget* tabs() const { return m_tabs; }
+    /// The Output tab (a model run over text).
+    widgets::OutputView* outputView() const { return m_output; }
+    /// The first-run orientation panel above the tabs (hidden once dismissed).
+    QWidget* orientationPanel() const { return m_orientation; }
     const widgets::ViewData& lastData() const { return m_data; }
     bool isRunning() const { return m_running; }
     quint64 currentRequest() const { return m_jobs.newest(); }
@@ -127,6 +132,8 @@ private:
 
     widgets::ControlPanel* m_controls = nullptr;
     QTabWidget* m_tabs = nullptr;
+    widgets::OutputView* m_output = nullptr;
+    QWidget* m_orientation = nullptr; ///< the first-run orientation panel
     std::vector<widgets::ResultView*> m_views;
     widgets::ValidationView* m_validation = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -2,6 +2,10 @@
 // Model map view.
 #include "widgets/model_map_view.h"
 
+#include "widgets/advisor_panel.h"
+
+#include <QSplitter>
+
 #include <QComboBox>
 #include <QSignalBlocker>
 
@@ -24,7 +28,7 @@ struct MetricInfo {
     bool logScale;        ///< coloured by log10 of the value
 };
 const MetricInfo kMetrics[] = {
-    {"kl_mean", "mean KL(p‖p̂) (nats)", "mean KL", "nats", true},
+    {"kl_mean", "mean KL(exact ‖ quantized) (nats)", "mean KL", "nats", true},
     {"kl_p99", "p99 KL (nats)", "p99 KL", "nats", true},
     {"recall", "top-k recall", "top-k recall", "fraction", false},
     {"argmax_shift", "argmax-shift rate", "argmax-shift rate", "fraction", false},
@@ -79,6 +83,16 @@ ModelMapView::ModelMapView(QWidget* parent) : ResultView(parent)
     addOption(QStringLiteral("Scheme:"), m_scheme);
     addOption(QStringLiteral("vs:"), m_versus);
     addOption(QStringLiteral("Budget:"), m_budget);
+    // The advisor beside the map, on the map's run (a splitter: the author can give the map the room).
+    m_advisor = new AdvisorPanel(this);
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    m_layout->removeWidget(m_plot);
+    split->addWidget(m_plot);
+    split->addWidget(m_advisor);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setChildrenCollapsible(false);
+    m_layout->addWidget(split, 1);
     setToolTip(viewDescription());
     m_plot->setHoverProvider([this](const QPointF& pos) {
         int layer = 0, head = 0;
@@ -232,6 +246,7 @@ void ModelMapView::redraw()
         m_selectedLayer = m_selectedHead = -1;
     }
     const ViewData& shown = m_mapData;
+    m_advisor->setResults(shown.modelMap && !shown.modelMap->empty() ? shown.results : nullptr);
     if (shown.empty() || !shown.modelMap || shown.modelMap->empty()) {
         auto* note = new QCPItemText(m_plot);
         note->position->setType(QCPItemPosition::ptAxisRectRatio);

@@ -9,6 +9,8 @@ class QCPColorMap;
 
 namespace kvlens::widgets {
 
+class AdvisorPanel;
+
 /// For a model run (regime "model" with layers and heads as grid axes): a heatmap of layers x
 /// heads for a metric at a scheme and budget, or the log10 ratio of two schemes; beside it, per
 /// layer, the output error with only K quantized against only V quantized. Hovering a cell reads
@@ -41,6 +43,8 @@ public:
     double cellValue(int layer, int head) const;
     /// The data the map draws (the whole model while one of its cells is studied).
     const ViewData& mapData() const { return m_mapData; }
+    /// The advisor panel beside the map (fed the map's run).
+    AdvisorPanel* advisor() const { return m_advisor; }
     /// Acts as a click on the cell (tests).
     void activateCell(int layer, int head);
     /// The read-out of a cell (what hovering shows).
@@ -59,6 +63,7 @@ protected:
 private:
     bool cellAt(const QPoint& pos, int& layer, int& head) const;
 
+    AdvisorPanel* m_advisor = nullptr;
     QComboBox* m_metric = nullptr;
     QComboBox* m_scheme = nullptr;
     QComboBox* m_versus = nullptr;

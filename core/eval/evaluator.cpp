@@ -426,6 +426,24 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
     std::vector<Accumulator> attribution(attributionKeys.size());
     (void)attributionPasses;
 
+    auto attributionRows = [&] {
+        std::vector<AttributionRow> rows;
+        for (std::size_t a = 0; a < attributionKeys.size(); ++a) {
+            const Accumulator& acc = attribution[a];
+            AttributionRow row;
+            row.configuration = attributionKeys[a].configuration;
+            row.layer = attributionKeys[a].layer;
+            row.kvHead = attributionKeys[a].kvHead;
+            row.path = attributionKeys[a].path;
+            row.kld = lm::meanAndError(acc.sum, acc.sumSquares, acc.count);
+            row.kldLow = row.kld.mean - 1.96 * row.kld.error;
+            row.kldHigh = row.kld.mean + 1.96 * row.kld.error;
+            row.sameTop = acc.count > 0 ? static_cast<double>(acc.same) / static_cast<double>(acc.count) : 0.0;
+            rows.push_back(row);
+        }
+        return rows;
+    };
+
     double referenceNll = 0.0;
     std::size_t referenceCount = 0;
     for (int chunkIndex = 0; chunkIndex < chunks; ++chunkIndex) {
@@ -518,21 +536,21 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
                 return ok.error();
         }
         ++result.chunksScored;
+        if (callbacks.partial && chunkIndex + 1 < chunks) {
+            EvalResult sofar = result;
+            sofar.referenceNllMean = referenceCount > 0 ? referenceNll / static_cast<double>(referenceCount) : 0.0;
+            sofar.attribution = attributionRows();
+            for (ConfigurationResult& c : sofar.configurations)
+                if (c.tokens.size() >= 2)
+                    if (auto s = lm::summarizeNextTokens(c.tokens))
+                        c.summary = *s;
+            sofar.forwardMs = forwardMs;
+            sofar.elapsedMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+            callbacks.partial(sofar);
+        }
     }
     result.referenceNllMean = referenceCount > 0 ? referenceNll / static_cast<double>(referenceCount) : 0.0;
-    for (std::size_t a = 0; a < attributionKeys.size(); ++a) {
-        const Accumulator& acc = attribution[a];
-        AttributionRow row;
-        row.configuration = attributionKeys[a].configuration;
-        row.layer = attributionKeys[a].layer;
-        row.kvHead = attributionKeys[a].kvHead;
-        row.path = attributionKeys[a].path;
-        row.kld = lm::meanAndError(acc.sum, acc.sumSquares, acc.count);
-        row.kldLow = row.kld.mean - 1.96 * row.kld.error;
-        row.kldHigh = row.kld.mean + 1.96 * row.kld.error;
-        row.sameTop = acc.count > 0 ? static_cast<double>(acc.same) / static_cast<double>(acc.count) : 0.0;
-        result.attribution.push_back(row);
-    }
+    result.attribution = attributionRows();
     report("done");
     return finish(false);
 }

@@ -23,6 +23,9 @@ struct EvalCallbacks {
     /// Polled between layers of every forward: true stops the evaluation, which returns what was
     /// scored so far marked cancelled.
     std::function<bool()> cancelled;
+    /// After each chunk: what has been scored so far (summaries and attribution rows over the
+    /// chunks done, chunksScored counting them), for a view that fills in as the run goes.
+    std::function<void(const EvalResult& sofar)> partial;
 };
 
 /// The quantized cache of one configuration: for every (layer, KV head) its K and V path plans, from

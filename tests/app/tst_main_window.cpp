@@ -10,10 +10,13 @@
 #include "gpu/device.h"
 #include "widgets/control_panel.h"
 #include "widgets/model_map_view.h"
+#include "widgets/output_view.h"
 #include "widgets/result_view.h"
 #include "widgets/validation_view.h"
 
 #include <QComboBox>
+#include <QLabel>
+#include <QTabWidget>
 #include <QImage>
 #include <QPushButton>
 #include <QTableWidget>
@@ -511,6 +514,65 @@ private slots:
         QVERIFY2(map->plot()->footnotes().join(QLatin1Char(' ')).contains(QStringLiteral("32 of 32 cells uncoloured")),
                  qPrintable(map->plot()->footnotes().join(QLatin1Char(' '))));
         QVERIFY(map->colourLabel().contains(QStringLiteral("V-only")));
+    }
+
+    void theOutputTabSitsBesideTheMapAndAMapCellDrillsItsToken()
+    {
+        app::MainWindow window(false);
+        window.show();
+        // The first-run orientation says what the default experiment is; one click dismisses it.
+        QWidget* orientation = window.orientationPanel();
+        QVERIFY(orientation && orientation->isVisible());
+        auto* orientationText = orientation->findChild<QLabel*>();
+        QVERIFY(orientationText && orientationText->text().contains(QStringLiteral("default experiment")));
+        auto* dismiss = orientation->findChild<QPushButton*>(QStringLiteral("dismissOrientation"));
+        QVERIFY(dismiss);
+        dismiss->click();
+        QVERIFY(!orientation->isVisible());
+
+        // The Output tab follows the Model map.
+        QTabWidget* tabs = window.tabs();
+        const int output = tabs->indexOf(window.outputView());
+        QVERIFY(output > 0);
+        auto* before = qobject_cast<widgets::ResultView*>(tabs->widget(output - 1));
+        QVERIFY(before && before->viewId() == QStringLiteral("model_map"));
+        QCOMPARE(tabs->tabText(output), QStringLiteral("Output"));
+
+        // A model run in the Output tab, a token clicked, then a Model map cell: the same token is
+        // drilled down in that cell's layer and head.
+        widgets::OutputView* v = window.outputView();
+        v->setContext(64);
+        v->setChunks(2);
+        v->setSchemes(QStringLiteral("KV"));
+        v->setBudgets(QStringLiteral("2"));
+        QSignalSpy outputDone(v, &widgets::OutputView::runFinished);
+        v->startRun();
+        QVERIFY(outputDone.wait(120000));
+        QCOMPARE(outputDone.front().front().toString(), QString());
+        v->selectToken(10);
+        QVERIFY(v->waitUntilIdle(30000));
+        QVERIFY(v->strip()->attention().has_value());
+
+        const std::string dump = std::string(KVLENS_EXAMPLES_DIR) + "/tiny_lm_kv.safetensors";
+        auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + dump + R"(", "layers": "all",
+            "heads": "all", "query_start": 448}, "d": 32, "tokens": 512, "queries": 16,
+            "schemes": ["K-only"], "budgets": [2], "seeds": {"count": 1},
+            "comparisons": {"bootstrap": 100, "permutations": 49}})");
+        QVERIFY(spec.ok());
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(*spec);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        widgets::ModelMapView* map = nullptr;
+        for (widgets::ResultView* r : window.views())
+            if (auto* m = qobject_cast<widgets::ModelMapView*>(r))
+                map = m;
+        QVERIFY(map);
+        map->activateCell(3, 5);
+        QVERIFY(v->waitUntilIdle(30000));
+        QCOMPARE(v->strip()->attention()->layer, 3);
+        QCOMPARE(v->strip()->attention()->head, 5);
+        QCOMPARE(v->strip()->attention()->scored, 10);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
     }
 
     void presetsLoadAndValidate()

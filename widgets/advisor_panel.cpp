@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The advisor beside the Model map: the front and the curves are computed on a pool thread; moving the
+// target only picks from the front (a scan), so the slider answers at once.
+#include "widgets/advisor_panel.h"
+
+#include "widgets/plot_widget.h"
+
+#include <QComboBox>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFormLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSlider>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvlens::widgets {
+
+namespace {
+
+constexpr double kStep = 0.05; // slider resolution in bits per coordinate
+
+QString widths(const BitAllocation& a)
+{
+    // "K3/V2" when every layer has the same widths, else "mixed".
+    for (std::size_t l = 1; l < a.kBits.size(); ++l)
+        if (a.kBits[l] != a.kBits[0] || a.vBits[l] != a.vBits[0])
+            return QStringLiteral("mixed");
+    return a.kBits.empty() ? QString() : QStringLiteral("K%1/V%2").arg(a.kBits[0]).arg(a.vBits[0]);
+}
+
+} // namespace
+
+AdvisorPanel::AdvisorPanel(QWidget* parent) : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 0, 0, 0);
+    auto* title = new QLabel(QStringLiteral("<b>Bit-allocation advisor</b>"), this);
+    layout->addWidget(title);
+    auto* form = new QFormLayout();
+    form->setContentsMargins(0, 0, 0, 0);
+    m_statistic = new QComboBox(this);
+    m_statistic->addItem(QStringLiteral("mean"), static_cast<int>(AdvisorStatistic::Mean));
+    m_statistic->addItem(QStringLiteral("median"), static_cast<int>(AdvisorStatistic::Median));
+    m_statistic->addItem(QStringLiteral("p99"), static_cast<int>(AdvisorStatistic::P99));
+    m_statistic->setToolTip(QStringLiteral("The statistic of the per-query loss over each layer's heads, queries and seeds that the advisor sums over layers."));
+    m_loss = new QComboBox(this);
+    m_loss->addItem(QStringLiteral("output error ‖T−T̂‖²/‖T‖²"), static_cast<int>(AdvisorLoss::RelMseT));
+    m_loss->addItem(QStringLiteral("KL (keys only)"), static_cast<int>(AdvisorLoss::Kl));
+    m_loss->setToolTip(QStringLiteral("The per-query loss: the attention output's relative error (K and V), or KL of the weights (blind to V)."));
+    form->addRow(QStringLiteral("Objective"), m_statistic);
+    form->addRow(QStringLiteral("Loss"), m_loss);
+    m_slider = new QSlider(Qt::Horizontal, this);
+    m_slider->setToolTip(QStringLiteral("Target average bits per coordinate over K and V of every layer, overheads included."));
+    m_targetLabel = new QLabel(this);
+    form->addRow(m_targetLabel, m_slider);
+    layout->addLayout(form);
+    m_verdict = new QLabel(this);
+    m_verdict->setWordWrap(true);
+    m_verdict->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_verdict);
+    m_plot = new QCustomPlot(this);
+    m_plot->setMinimumHeight(150);
+    m_plot->xAxis->setLabel(QStringLiteral("average bits per coordinate"));
+    m_plot->yAxis->setLabel(QStringLiteral("predicted loss (sum over layers)"));
+    m_plot->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    m_plot->legend->setVisible(true);
+    QFont small = m_plot->font();
+    small.setPointSizeF(std::max(7.0, small.pointSizeF() - 1.0));
+    m_plot->legend->setFont(small);
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    layout->addWidget(m_plot, 2);
+    m_table = new QTableWidget(this);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->setColumnCount(4);
+    m_table->setHorizontalHeaderLabels({QStringLiteral("layer"), QStringLiteral("K bits"), QStringLiteral("V bits"),
+                                        QStringLiteral("stored bits")});
+    layout->addWidget(m_table, 1);
+    setMinimumWidth(260);
+
+    auto recompute = [this] { compute(); };
+    connect(m_statistic, &QComboBox::currentIndexChanged, this, recompute);
+    connect(m_loss, &QComboBox::currentIndexChanged, this, recompute);
+    connect(m_slider, &QSlider::valueChanged, this, [this] { updateAdvice(); });
+    updateAdvice();
+}
+
+AdvisorPanel::~AdvisorPanel()
+{
+    m_jobs.cancel();
+}
+
+void AdvisorPanel::setResults(std::shared_ptr<const ResultSet> results)
+{
+    if (results == m_results)
+        return;
+    m_results = std::move(results);
+    compute();
+}
+
+void AdvisorPanel::setObjective(AdvisorStatistic statistic, AdvisorLoss loss)
+{
+    const QSignalBlocker b1(m_statistic), b2(m_loss);
+    m_statistic->setCurrentIndex(m_statistic->findData(static_cast<int>(statistic)));
+    m_loss->setCurrentIndex(m_loss->findData(static_cast<int>(loss)));
+    compute();
+}
+
+void AdvisorPanel::compute()
+{
+    const quint64 id = m_jobs.start();
+    if (!m_results) {
+        AdvisorCurves none;
+        none.request = id;
+        accept(none);
+        return;
+    }
+    AdvisorOptions objective;
+    objective.objective = static_cast<AdvisorStatistic>(m_statistic->currentData().toInt());
+    objective.loss = static_cast<AdvisorLoss>(m_loss->currentData().toInt());
+    auto results = m_results;
+    auto* watcher = new QFutureWatcher<AdvisorCurves>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+        if (m_watcher == watcher)
+            m_watcher = nullptr;
+        accept(watcher->result());
+        watcher->deleteLater();
+    });
+    m_watcher = watcher;
+    m_verdict->setText(QStringLiteral("computing the front…"));
+    watcher->setFuture(QtConcurrent::run([id, results, objective] {
+        AdvisorCurves out;
+        out.request = id;
+        auto curves = layerCurves(*results, objective);
+        if (!curves) {
+            out.error = QString::fromStdString(curves.error().text());
+            return out;
+        }
+        out.curves = std::move(*curves);
+        if (!out.curves.empty())
+            out.front = paretoFront(out.curves);
+        return out;
+    }));
+}
+
+void AdvisorPanel::accept(const AdvisorCurves& outcome)
+{
+    if (!m_jobs.accept(outcome.request))
+        return;
+    m_error = outcome.error;
+    m_curves = outcome.curves;
+    m_front = outcome.front;
+    const double previous = target();
+    {
+        const QSignalBlocker block(m_slider);
+        if (m_front.empty()) {
+            m_slider->setRange(0, 0);
+        } else {
+            const int lo = static_cast<int>(std::ceil(m_front.front().bits / kStep - 1e-9));
+            const int hi = static_cast<int>(std::floor(m_front.back().bits / kStep + 1e-9));
+            m_slider->setRange(lo, std::max(lo, hi));
+            // Keep the target where it was when it still fits, else the middle of the range.
+            const int keep = static_cast<int>(std::lround(previous / kStep));
+            m_slider->setValue(previous > 0.0 && keep >= lo && keep <= hi ? keep : (lo + hi) / 2);
+        }
+    }
+    updateAdvice();
+}
+
+double AdvisorPanel::target() const
+{
+    return m_slider->maximum() > 0 ? m_slider->value() * kStep : 0.0;
+}
+
+double AdvisorPanel::minimumTarget() const
+{
+    return m_slider->minimum() * kStep;
+}
+
+double AdvisorPanel::maximumTarget() const
+{
+    return m_slider->maximum() * kStep;
+}
+
+void AdvisorPanel::setTarget(double bits)
+{
+    m_slider->setValue(static_cast<int>(std::lround(bits / kStep)));
+}
+
+void AdvisorPanel::updateAdvice()
+{
+    m_advice.reset();
+    m_uniform.reset();
+    const double budget = target();
+    m_targetLabel->setText(QStringLiteral("Target %1 bits").arg(budget, 0, 'f', 2));
+    if (!m_front.empty()) {
+        // The least predicted loss within the target: the front is ascending in bits, descending in loss.
+        for (const BitAllocation& a : m_front)
+            if (a.bits <= budget + 1e-9 && (!m_advice || a.loss < m_advice->loss))
+                m_advice = a;
+        m_uniform = bestUniformSplit(m_curves, budget + 1e-9);
+    }
+    m_table->setRowCount(m_advice ? static_cast<int>(m_advice->layers.size()) : 0);
+    if (m_advice)
+        for (std::size_t l = 0; l < m_advice->layers.size(); ++l) {
+            const QStringList cells = {QString::number(m_advice->layers[l]), QString::number(m_advice->kBits[l]),
+                                       QString::number(m_advice->vBits[l]), QString::number(m_advice->layerBits[l], 'f', 2)};
+            for (int c = 0; c < cells.size(); ++c) {
+                auto* item = new QTableWidgetItem(cells[c]);
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+                m_table->setItem(static_cast<int>(l), c, item);
+            }
+        }
+    m_table->resizeColumnsToContents();
+    m_verdict->setText(verdictText());
+    drawFront();
+    emit adviceChanged();
+}
+
+QString AdvisorPanel::verdictText() const
+{
+    if (!m_error.isEmpty())
+        return m_error;
+    if (!m_results)
+        return QStringLiteral("Run a model map with K-only and V-only at two or more budgets: the advisor chooses each "
+                              "layer's K and V widths from their curves.");
+    if (m_curves.empty())
+        return QStringLiteral("No advice: this run has no K-only and V-only trials. Add the schemes K-only and V-only "
+                              "(at two or more budgets) to the model map's spec.");
+    const double budget = target();
+    if (!m_advice)
+        return QStringLiteral("No allocation fits %1 bits: the cheapest needs %2.").arg(budget, 0, 'f', 2).arg(m_front.front().bits, 0, 'f', 2);
+    if (!m_uniform)
+        return QStringLiteral("The advice uses %1 bits, predicted loss %2; no uniform K/V split fits %3 bits.")
+            .arg(m_advice->bits, 0, 'f', 2)
+            .arg(m_advice->loss, 0, 'g', 3)
+            .arg(budget, 0, 'f', 2);
+    const double gain = m_uniform->loss > 0.0 ? 100.0 * (m_uniform->loss - m_advice->loss) / m_uniform->loss : 0.0;
+    if (gain < 0.05)
+        return QStringLiteral("The best uniform split of ≤ %1 bits (%2 at %3 bits, predicted loss %4) is as good as any mixed "
+                              "allocation: per-layer widths do not help here.")
+            .arg(budget, 0, 'f', 2)
+            .arg(widths(*m_uniform))
+            .arg(m_uniform->bits, 0, 'f', 2)
+            .arg(m_uniform->loss, 0, 'g', 3);
+    return QStringLiteral("The advice (%1 bits) predicts %2 % less loss than the best uniform split of ≤ %3 bits "
+                          "(%4 at %5 bits): %6 against %7. Predicted from single-path curves; --batch measures it "
+                          "(allocation_check.csv).")
+        .arg(m_advice->bits, 0, 'f', 2)
+        .arg(gain, 0, 'f', 0)
+        .arg(budget, 0, 'f', 2)
+        .arg(widths(*m_uniform))
+        .arg(m_uniform->bits, 0, 'f', 2)
+        .arg(m_advice->loss, 0, 'g', 3)
+        .arg(m_uniform->loss, 0, 'g', 3);
+}
+
+void AdvisorPanel::drawFront()
+{
+    m_plot->clearGraphs();
+    m_plot->clearItems();
+    if (m_front.empty()) {
+        m_plot->replot();
+        return;
+    }
+    const QVector<QColor>& palette = okabeItoPalette();
+    auto* front = m_plot->addGraph();
+    front->setName(QStringLiteral("Pareto front"));
+    front->setPen(QPen(palette.value(4, Qt::blue), 1.5));
+    front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 3));
+    for (const BitAllocation& a : m_front)
+        if (a.loss > 0.0)
+            front->addData(a.bits, a.loss);
+    // Every uniform split (the same K and V width in every layer) for comparison.
+    auto* uniform = m_plot->addGraph();
+    uniform->setName(QStringLiteral("uniform K/V splits"));
+    uniform->setLineStyle(QCPGraph::lsNone);
+    uniform->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, QColor(110, 110, 110), 6));
+    if (!m_curves.empty()) {
+        const std::size_t nk = m_curves.front().kBits.size(), nv = m_curves.front().vBits.size();
+        for (std::size_t k = 0; k < nk; ++k)
+            for (std::size_t v = 0; v < nv; ++v) {
+                const BitAllocation a = evaluateAllocation(m_curves, std::vector<int>(m_curves.size(), static_cast<int>(k)),
+                                                           std::vector<int>(m_curves.size(), static_cast<int>(v)));
+                if (a.loss > 0.0)
+                    uniform->addData(a.bits, a.loss);
+            }
+    }
+    if (m_advice && m_advice->loss > 0.0) {
+        auto* advice = m_plot->addGraph();
+        advice->setName(QStringLiteral("advice"));
+        advice->setLineStyle(QCPGraph::lsNone);
+        advice->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, QPen(palette.value(5, Qt::red), 2), QBrush(palette.value(5, Qt::red)), 10));
+        advice->addData(m_advice->bits, m_advice->loss);
+    }
+    auto* line = new QCPItemStraightLine(m_plot);
+    line->setPen(QPen(QColor(150, 150, 150), 1, Qt::DashLine));
+    line->point1->setCoords(target(), 1.0);
+    line->point2->setCoords(target(), 2.0);
+    m_plot->rescaleAxes();
+    // Room around the extreme markers so none is cut in half at the frame.
+    const QCPRange x = m_plot->xAxis->range();
+    m_plot->xAxis->setRange(x.lower - 0.05 * x.size() - 0.05, x.upper + 0.05 * x.size() + 0.05);
+    const QCPRange y = m_plot->yAxis->range();
+    if (y.lower > 0.0)
+        m_plot->yAxis->setRange(y.lower / 1.5, y.upper * 1.5);
+    m_plot->replot();
+}
+
+bool AdvisorPanel::waitUntilComputed(int timeoutMs)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (!m_jobs.settled() && clock.elapsed() < timeoutMs) {
+        QEventLoop loop;
+        QTimer::singleShot(20, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    return m_jobs.settled();
+}
+
+} // namespace kvlens::widgets
