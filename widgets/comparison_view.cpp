@@ -123,7 +123,7 @@ QString ComparisonView::noFigureReason() const
 void ComparisonView::redraw()
 {
     m_plot->resetPlot();
-    m_plot->xAxis->setLabel(QStringLiteral("median KL ratio A / B (95% interval)"));
+    m_plot->xAxis->setLabel(QStringLiteral("median KL ratio A/B"));
     PlotWidget::setLogAxis(m_plot->xAxis);
     m_plot->yAxis->setLabel(QString());
     if (data().empty() || !data().comparisons) {
@@ -147,9 +147,26 @@ void ComparisonView::redraw()
     QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
     int row = 0;
     QStringList undrawn;
+    // A forest of dozens of rows is unreadable (a model run: 10 pairs x 3 budgets per cell, most of
+    // them identical key paths or V-only's KL of 0). Past kMaxRows, only tested rows are drawn;
+    // a footnote counts the others, which the table and comparisons.csv keep.
+    constexpr int kMaxRows = 14;
+    int candidates = 0;
+    for (const stats::ComparisonRow& c : *data().comparisons)
+        candidates += c.point == currentPoint() && (budget == 0 || c.budget == budget);
+    const bool testedOnly = candidates > kMaxRows;
+    int identicalLeftOut = 0, degenerateLeftOut = 0;
     for (const stats::ComparisonRow& c : *data().comparisons) {
         if (c.point != currentPoint() || (budget != 0 && c.budget != budget))
             continue;
+        if (testedOnly && c.status == stats::ComparisonStatus::Identical) {
+            ++identicalLeftOut;
+            continue;
+        }
+        if (testedOnly && (c.status == stats::ComparisonStatus::Degenerate || !(c.medianKlRatio > 0.0))) {
+            ++degenerateLeftOut;
+            continue;
+        }
         const double y = -row; // first comparison on top
         const QString n = c.kind == stats::ComparisonKind::EqualBits ? QStringLiteral("%1/%2").arg(c.budget).arg(c.budgetB)
                                                                       : QString::number(c.budget);
@@ -165,7 +182,7 @@ void ComparisonView::redraw()
             continue;
         }
         if (c.status == stats::ComparisonStatus::Degenerate || !(c.medianKlRatio > 0.0)) {
-            labels->addTick(y, label + QStringLiteral(" (degenerate: KL = 0)"));
+            labels->addTick(y, label + QStringLiteral(" (KL = 0)"));
             undrawn << label;
             ++row;
             continue;
@@ -228,6 +245,15 @@ void ComparisonView::redraw()
     one->point1->setCoords(1.0, 0.0);
     one->point2->setCoords(1.0, 1.0);
     one->setPen(QPen(Qt::black, 0, Qt::DashLine));
+    m_rows = row;
+    if (row > 0)
+        m_plot->addFootnote(QStringLiteral("bars: 95% intervals resampling seeds; dashed: a ratio of 1"));
+    if (identicalLeftOut + degenerateLeftOut > 0)
+        m_plot->addFootnote(QStringLiteral("%1 rows, so only the tested ones are drawn: %2 identical pairs (the same "
+                                           "key path) and %3 with a KL of 0 are in the table")
+                                .arg(candidates)
+                                .arg(identicalLeftOut)
+                                .arg(degenerateLeftOut));
     if (!undrawn.isEmpty())
         m_plot->addFootnote(QStringLiteral("not drawn, the ratio is 0 or undefined (a median KL of 0):\n")
                             + undrawn.mid(0, 4).join(QStringLiteral("\n"))
@@ -317,6 +343,14 @@ void ComparisonView::fillTable()
         m_table->setItem(i, col++, number(c.energyP, 3));
     }
     m_table->setSortingEnabled(true);
+}
+
+double ComparisonView::printAspect(double widthInches) const
+{
+    // A row needs about 11 pt of height at print sizes; more rows than the default aspect holds
+    // get a taller page.
+    const double needed = (60.0 + 11.0 * m_rows) / (72.0 * widthInches);
+    return needed > 0.75 ? std::min(1.8, needed) : 0.0;
 }
 
 } // namespace kvlens::widgets

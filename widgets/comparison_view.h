@@ -20,6 +20,7 @@ public:
     QString viewId() const override { return QStringLiteral("comparisons"); }
     QString viewTitle() const override { return QStringLiteral("Comparisons"); }
     QString viewDescription() const override;
+    double printAspect(double widthInches) const override;
     /// The whole comparison table (what comparisons.csv holds).
     QString dataCsv() const override;
     QString noFigureReason() const override;
@@ -37,6 +38,7 @@ private:
     QComboBox* m_budget = nullptr;
     QTableWidget* m_table = nullptr;
     QTableWidget* m_proxies = nullptr;
+    int m_rows = 0; ///< forest rows drawn
 };
 
 } // namespace kvlens::widgets

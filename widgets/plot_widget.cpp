@@ -2,6 +2,8 @@
 // Shared figure style, hover read-out, and the CSV of the plotted points.
 #include "widgets/plot_widget.h"
 
+#include <QHash>
+
 #include "widgets/formula_label.h"
 
 #include <map>
@@ -349,15 +351,32 @@ QList<QPair<QCPGraph*, QCPGraph*>> PlotWidget::markCoincidentSeries()
 QStringList PlotWidget::noteCoincidences(const QString& lead, bool legendOnly)
 {
     QStringList pairs;
+    // The note groups the series each one coincides with ("B = A = D") and names at most
+    // kMaxCoincidenceGroups groups: a model run's dozens of identical clouds would otherwise fill
+    // the page below the figure (the returned pairs, and the CSV, keep every one).
+    QStringList order;                 // the earlier series, in first-seen order
+    QHash<QString, QStringList> groups; // earlier -> later series equal to it
     for (const auto& [later, earlier] : markCoincidentSeries()) {
         if (legendOnly && !(legend && legend->hasItemWithPlottable(later)))
             continue;
         const QString text = QStringLiteral("%1 = %2").arg(later->name(), earlier->name());
-        if (!pairs.contains(text))
-            pairs << text;
+        if (pairs.contains(text))
+            continue;
+        pairs << text;
+        if (!groups.contains(earlier->name()))
+            order << earlier->name();
+        groups[earlier->name()] << later->name();
     }
-    if (!pairs.isEmpty())
-        addFootnote(lead + pairs.join(QStringLiteral("; ")));
+    if (!pairs.isEmpty()) {
+        constexpr int kMaxCoincidenceGroups = 4;
+        QStringList shown;
+        for (int i = 0; i < order.size() && i < kMaxCoincidenceGroups; ++i)
+            shown << groups[order[i]].join(QStringLiteral(" = ")) + QStringLiteral(" = ") + order[i];
+        QString text = lead + shown.join(QStringLiteral("; "));
+        if (order.size() > kMaxCoincidenceGroups)
+            text += QStringLiteral("; %1 more groups").arg(order.size() - kMaxCoincidenceGroups);
+        addFootnote(text);
+    }
     return pairs;
 }
 

@@ -17,7 +17,7 @@ RateDistortionView::RateDistortionView(QWidget* parent)
     : ResultView(parent)
 {
     m_metric = new QComboBox(this);
-    m_metric->addItem(QStringLiteral("mean KL(p‖p̂)"), static_cast<int>(DamageMetric::MeanKl));
+    m_metric->addItem(QStringLiteral("mean KL(exact ‖ quantized)"), static_cast<int>(DamageMetric::MeanKl));
     m_metric->addItem(QStringLiteral("output error ‖T−T̂‖²/‖T‖²"), static_cast<int>(DamageMetric::OutputError));
     m_metric->setToolTip(QStringLiteral("The damage on y. KL(p‖p̂) sees the keys only (a value error never moves the "
                                         "weights); the output's relative error sees keys and values."));

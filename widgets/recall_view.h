@@ -15,6 +15,8 @@ public:
     QString viewId() const override { return QStringLiteral("routing_recall"); }
     QString viewTitle() const override { return QStringLiteral("Routing recall"); }
     QString viewDescription() const override;
+    /// Two panels one above the other: at a single column they need more than the default height.
+    double printAspect(double widthInches) const override { return widthInches < 5.0 ? 0.95 : 0.0; }
 
 protected:
     void redraw() override;

@@ -2,6 +2,8 @@
 // 6D scatter-plot matrix view.
 #include "widgets/scatter_matrix_view.h"
 
+#include "core/metrics/vector_metrics.h"
+
 #include <QComboBox>
 
 namespace kvlens::widgets {
@@ -13,6 +15,14 @@ const QStringList& coordinateLabels()
     static const QStringList labels = {QStringLiteral("SNR_K (dB)"), QStringLiteral("φ_K (rad)"),
                                        QStringLiteral("SNR_V (dB)"), QStringLiteral("φ_V (rad)"),
                                        QStringLiteral("SNR_T (dB)"), QStringLiteral("φ_T (rad)")};
+    return labels;
+}
+
+/// The matrix's labels: its panels are too short for the units, which one footnote gives.
+const QStringList& shortLabels()
+{
+    static const QStringList labels = {QStringLiteral("SNR_K"), QStringLiteral("φ_K"), QStringLiteral("SNR_V"),
+                                       QStringLiteral("φ_V"),   QStringLiteral("SNR_T"), QStringLiteral("φ_T")};
     return labels;
 }
 
@@ -52,6 +62,10 @@ void ScatterMatrixView::setPair(int xCoordinate, int yCoordinate)
     m_y->setCurrentIndex(yCoordinate);
 }
 
+namespace {
+const QString kExactNote = QStringLiteral("exact paths (SNR ∞: K of V-only, V of K-only) are left out of the panels of their SNR");
+} // namespace
+
 void ScatterMatrixView::drawPanel(QCPAxisRect* rect, int xc, int yc, bool legendEntries)
 {
     const ResultSet& r = *data().results;
@@ -65,8 +79,16 @@ void ScatterMatrixView::drawPanel(QCPAxisRect* rect, int xc, int yc, bool legend
                 if (t.key.point != currentPoint() || t.key.scheme != static_cast<int>(s) || t.key.budget != budgets[bi])
                     continue;
                 const auto v = t.sixD.values();
-                x.push_back(v[static_cast<std::size_t>(xc)]);
-                y.push_back(v[static_cast<std::size_t>(yc)]);
+                const double vx = v[static_cast<std::size_t>(xc)], vy = v[static_cast<std::size_t>(yc)];
+                // An exact path's SNR sits at the cap (200 dB): drawn, it would squeeze every
+                // other point of that axis into a sliver. Left out of this panel, said below.
+                auto capped = [](int c, double value) { return c % 2 == 0 && value >= kSnrCapDb - 1e-6; };
+                if (capped(xc, vx) || capped(yc, vy)) {
+                    m_exactLeftOut = true;
+                    continue;
+                }
+                x.push_back(vx);
+                y.push_back(vy);
             }
             if (x.isEmpty())
                 continue;
@@ -105,6 +127,7 @@ void ScatterMatrixView::endPrint()
 void ScatterMatrixView::redraw()
 {
     m_plot->resetPlot();
+    m_exactLeftOut = false;
     const bool matrix = m_mode->currentIndex() == 0 && !m_printPair;
     m_x->setEnabled(!matrix);
     m_y->setEnabled(!matrix);
@@ -116,6 +139,8 @@ void ScatterMatrixView::redraw()
     }
     if (!matrix) {
         drawPanel(m_plot->axisRect(), m_x->currentIndex(), m_y->currentIndex(), true);
+        if (m_exactLeftOut)
+            m_plot->addFootnote(kExactNote);
         m_plot->noteCoincidences(QStringLiteral("identical points, drawn as rings: "));
         m_plot->applyPaperStyle(m_plot->font().pointSizeF());
         m_plot->replot(QCustomPlot::rpQueuedReplot);
@@ -155,7 +180,7 @@ void ScatterMatrixView::redraw()
                 label->position->setAxisRect(rect);
                 label->position->setType(QCPItemPosition::ptAxisRectRatio);
                 label->position->setCoords(0.5, 0.5);
-                label->setText(coordinateLabels()[i]);
+                label->setText(shortLabels()[i]);
                 bottom->setTicks(false);
                 left->setTicks(false);
                 continue;
@@ -168,17 +193,42 @@ void ScatterMatrixView::redraw()
                 left->setLabel(QString());
         }
     }
+    // The diagonal's corner panels carry the outer axes of the first row (SNR_K) and the last column
+    // (phi_T): give them that coordinate's range (from a neighbour) and their tick labels.
+    auto* topLeft = qobject_cast<QCPAxisRect*>(grid->element(0, 0));
+    auto* topNeighbour = qobject_cast<QCPAxisRect*>(grid->element(0, 1));
+    auto* bottomRight = qobject_cast<QCPAxisRect*>(grid->element(5, 5));
+    auto* rightNeighbour = qobject_cast<QCPAxisRect*>(grid->element(4, 5));
+    if (topLeft && topNeighbour && bottomRight && rightNeighbour) {
+        QCPAxis* left = topLeft->axis(QCPAxis::atLeft);
+        left->setRange(topNeighbour->axis(QCPAxis::atLeft)->range());
+        left->setTicks(true);
+        left->setTickLabels(true);
+        QCPAxis* bottom = bottomRight->axis(QCPAxis::atBottom);
+        bottom->setRange(rightNeighbour->axis(QCPAxis::atBottom)->range());
+        bottom->setTicks(true);
+        bottom->setTickLabels(true);
+    }
     // Label the outer row and column with their coordinates.
     for (int k = 0; k < 6; ++k) {
         auto* bottomRect = qobject_cast<QCPAxisRect*>(grid->element(5, k));
         auto* leftRect = qobject_cast<QCPAxisRect*>(grid->element(k, 0));
-        bottomRect->axis(QCPAxis::atBottom)->setLabel(coordinateLabels()[k]);
-        leftRect->axis(QCPAxis::atLeft)->setLabel(coordinateLabels()[k]);
+        bottomRect->axis(QCPAxis::atBottom)->setLabel(shortLabels()[k]);
+        leftRect->axis(QCPAxis::atLeft)->setLabel(shortLabels()[k]);
     }
+    m_plot->addFootnote(QStringLiteral("SNR in dB, φ (direction error) in radians")
+                        + (m_exactLeftOut ? QStringLiteral("; ") + kExactNote : QString()));
     // Schemes sharing a path share its coordinates: in those panels their points lie on each other.
     m_plot->noteCoincidences(QStringLiteral("points identical in some panels, drawn as rings: "), false);
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double ScatterMatrixView::printAspect(double widthInches) const
+{
+    // The 6 x 6 matrix needs a square page for its panels beside the legend and notes; the pair
+    // drawn at a single column takes the export's own aspect.
+    return m_mode->currentIndex() == 0 && widthInches >= kMatrixMinInches ? 1.0 : 0.0;
 }
 
 } // namespace kvlens::widgets

@@ -25,6 +25,7 @@ public:
     /// Below this width a 6 x 6 matrix's panels are too small for readable ticks: export draws the chosen pair.
     static constexpr double kMatrixMinInches = 5.0;
     void beginPrint(double widthInches) override;
+    double printAspect(double widthInches) const override;
     void endPrint() override;
 
 protected:
@@ -37,6 +38,7 @@ private:
     QComboBox* m_x = nullptr;
     QComboBox* m_y = nullptr;
     bool m_printPair = false; ///< an export at a single column draws the pair
+    bool m_exactLeftOut = false; ///< a panel left out points at the SNR cap (exact paths)
 };
 
 } // namespace kvlens::widgets

@@ -2,6 +2,8 @@
 // Shannon-phi plane view.
 #include "widgets/shannon_phi_view.h"
 
+#include "core/metrics/vector_metrics.h"
+
 #include <QComboBox>
 
 #include <algorithm>
@@ -40,9 +42,17 @@ void ShannonPhiView::setPerVector(bool perVector)
 
 QString ShannonPhiView::coincidenceNote() const
 {
-    if (m_coincidences.isEmpty())
-        return {};
-    return QStringLiteral("identical points, drawn as rings:\n") + m_coincidences.join(QLatin1Char('\n'));
+    QStringList lines;
+    if (!m_coincidences.isEmpty())
+        lines << QStringLiteral("identical points, drawn as rings:") << m_coincidences;
+    if (!m_exactClouds.isEmpty()) {
+        // One line, shortened: a model run can leave out dozens.
+        QStringList shown = m_exactClouds.mid(0, 3);
+        if (m_exactClouds.size() > 3)
+            shown << QStringLiteral("%1 more").arg(m_exactClouds.size() - 3);
+        lines << QStringLiteral("exact on this path (SNR ∞), not drawn: ") + shown.join(QStringLiteral(", "));
+    }
+    return lines.join(QLatin1Char('\n'));
 }
 
 void ShannonPhiView::redraw()
@@ -50,6 +60,7 @@ void ShannonPhiView::redraw()
     m_plot->resetPlot();
     m_coincidences.clear();
     m_drawOrder.clear();
+    m_exactClouds.clear();
     const int site = m_site->currentIndex();
     const bool perVector = m_mode->currentIndex() == 0;
     static const char* names[] = {"K", "V", "T"};
@@ -89,8 +100,23 @@ void ShannonPhiView::redraw()
                     c.y.push_back(site == 0 ? t.sixD.snrK : site == 1 ? t.sixD.snrV : t.sixD.snrT);
                 }
             }
-            if (!c.x.isEmpty())
-                clouds.push_back(std::move(c));
+            if (c.x.isEmpty())
+                continue;
+            // An exact path sits at the SNR cap: leave the cloud out (named in the note); a cloud
+            // with a few exact vectors keeps the rest.
+            QVector<double> x, y;
+            for (qsizetype i = 0; i < c.x.size(); ++i)
+                if (c.y[i] < kSnrCapDb - 1e-6) {
+                    x.push_back(c.x[i]);
+                    y.push_back(c.y[i]);
+                }
+            if (x.isEmpty()) {
+                m_exactClouds.append(c.name);
+                continue;
+            }
+            c.x = std::move(x);
+            c.y = std::move(y);
+            clouds.push_back(std::move(c));
         }
     }
     m_coincidences.clear();
@@ -168,7 +194,7 @@ void ShannonPhiView::redraw()
     }
     m_plot->yAxis->setRangeUpper(yHigh);
     m_plot->xAxis->setRangeLower(std::min(0.0, m_plot->xAxis->range().lower));
-    if (!m_coincidences.isEmpty()) {
+    if (!m_coincidences.isEmpty() || !m_exactClouds.isEmpty()) {
         auto* note = new QCPItemText(m_plot);
         note->position->setType(QCPItemPosition::ptAxisRectRatio);
         // Bottom left: a small direction error comes with a high SNR, so no vector lies there.

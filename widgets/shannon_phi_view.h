@@ -31,6 +31,10 @@ public:
     QString coincidenceNote() const;
     /// Series names back to front: the widest cloud first, rings of coinciding clouds last.
     QStringList drawOrder() const { return m_drawOrder; }
+    /// Clouds left out because their path is exact on this site (SNR at the cap, core's kSnrCapDb:
+    /// K of V-only, an fp16 path): drawn, they would stretch the SNR axis to 200 dB and squeeze
+    /// every other cloud into its bottom tenth. Named in the note instead.
+    QStringList exactClouds() const { return m_exactClouds; }
 
 protected:
     void redraw() override;
@@ -40,6 +44,7 @@ private:
     QComboBox* m_mode = nullptr;
     QStringList m_coincidences;
     QStringList m_drawOrder;
+    QStringList m_exactClouds;
 };
 
 } // namespace kvlens::widgets

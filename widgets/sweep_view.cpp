@@ -7,7 +7,9 @@
 #include <QSignalBlocker>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <set>
 #include <numeric>
 #include <tuple>
 
@@ -125,14 +127,46 @@ void SweepView::redraw()
         if (QString::fromStdString(axes[i]->name()) == xParameter)
             xAxisIndex = static_cast<int>(i);
     m_budget->setEnabled(!xIsBudget);
-    const int budgetFilter = xIsBudget ? 0 : m_budget->currentData().toInt();
+    int budgetFilter = xIsBudget ? 0 : m_budget->currentData().toInt();
     const int metric = m_metric->currentIndex();
+
+    // A figure with dozens of lines says nothing (a model's map sweeps layers x heads: 5 schemes x
+    // 3 budgets x 8 heads = 120 lines). Above kMaxLines, the other swept parameters are averaged
+    // over (each point the mean of their values), and with "all" budgets only the middle one is
+    // drawn; a footnote says both.
+    constexpr std::size_t kMaxLines = 12;
+    std::set<std::vector<double>> otherCombos;
+    std::set<int> schemesSeen;
+    for (const SweepCell& c : data().figures->sweep) {
+        const std::vector<double> values = spec.pointValues(c.point);
+        std::vector<double> others;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            if (static_cast<int>(i) != xAxisIndex)
+                others.push_back(values[i]);
+        otherCombos.insert(others);
+        schemesSeen.insert(c.scheme);
+    }
+    const std::size_t budgetLines = xIsBudget || budgetFilter != 0 ? 1 : spec.budgets.size();
+    const bool averageOthers = schemesSeen.size() * budgetLines * otherCombos.size() > kMaxLines && otherCombos.size() > 1;
+    QStringList notes;
+    if (averageOthers) {
+        QStringList names;
+        for (std::size_t i = 0; i < axes.size(); ++i)
+            if (static_cast<int>(i) != xAxisIndex)
+                names << axisLabel(QString::fromStdString(axes[i]->name()));
+        notes << QStringLiteral("each point: the mean over %1 (%2 values)").arg(names.join(QStringLiteral(", "))).arg(otherCombos.size());
+    }
+    if (!xIsBudget && budgetFilter == 0 && schemesSeen.size() * spec.budgets.size() > kMaxLines && !spec.budgets.empty()) {
+        budgetFilter = spec.budgets[spec.budgets.size() / 2];
+        notes << QStringLiteral("n = %1 only (choose the budget in the view)").arg(budgetFilter);
+    }
 
     // One line per (scheme, budget unless on x, values of the other swept parameters).
     struct Line {
         QString name;
         int scheme = 0;
         QVector<double> x, y, low, high;
+        std::map<double, std::array<double, 4>> sums; ///< x -> sum of mean, low, high, count
     };
     std::map<std::tuple<int, int, std::vector<double>>, Line> lines;
     for (const SweepCell& c : data().figures->sweep) {
@@ -141,7 +175,7 @@ void SweepView::redraw()
         const std::vector<double> values = spec.pointValues(c.point);
         std::vector<double> others;
         QString otherLabel;
-        for (std::size_t i = 0; i < values.size(); ++i)
+        for (std::size_t i = 0; i < values.size() && !averageOthers; ++i)
             if (static_cast<int>(i) != xAxisIndex) {
                 others.push_back(values[i]);
                 otherLabel += QStringLiteral(" %1=%2").arg(axisLabel(QString::fromStdString(axes[i]->name())))
@@ -152,11 +186,21 @@ void SweepView::redraw()
         line.scheme = c.scheme;
         line.name = schemeName(c.scheme) + (xIsBudget ? QString() : QStringLiteral(" n=%1").arg(c.budget)) + otherLabel;
         const Interval v = metricOf(c, metric);
-        line.x.push_back(xIsBudget ? c.budget : values[static_cast<std::size_t>(xAxisIndex)]);
-        line.y.push_back(v.mean);
-        line.low.push_back(v.mean - v.low);
-        line.high.push_back(v.high - v.mean);
+        auto& sum = line.sums[xIsBudget ? c.budget : values[static_cast<std::size_t>(xAxisIndex)]];
+        sum[0] += v.mean;
+        sum[1] += v.low;
+        sum[2] += v.high;
+        sum[3] += 1.0;
     }
+    for (auto& [key, line] : lines)
+        for (const auto& [x, sum] : line.sums) {
+            // The mean of the means (and of the interval ends) over the averaged parameters.
+            const double mean = sum[0] / sum[3], low = sum[1] / sum[3], high = sum[2] / sum[3];
+            line.x.push_back(x);
+            line.y.push_back(mean);
+            line.low.push_back(mean - low);
+            line.high.push_back(high - mean);
+        }
     double xMin = INFINITY, xMax = -INFINITY;
     std::map<int, int> perScheme;
     const bool logY = m_logY->isChecked() && (metric == KlMean || metric == KlP99);
@@ -210,6 +254,8 @@ void SweepView::redraw()
     m_logY->setEnabled(metric == KlMean || metric == KlP99);
     if (logY)
         PlotWidget::setLogAxis(m_plot->yAxis);
+    for (const QString& note : notes)
+        m_plot->addFootnote(note);
     m_plot->noteCoincidences(QStringLiteral("identical lines, drawn dashed over each other: "));
     m_plot->clipLogErrorBars(); // lower ends at or below 0 on a log axis: a marker, not a bar to the floor
     m_plot->rescaleAxes();

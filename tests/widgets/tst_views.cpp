@@ -399,6 +399,54 @@ private slots:
         }
     }
 
+    void everyViewPrintsLegiblyOnAModelRun_data()
+    {
+        QTest::addColumn<double>("inches");
+        QTest::newRow("3.5 in") << 3.5;
+        QTest::newRow("7 in") << 7.0;
+    }
+
+    void everyViewPrintsLegiblyOnAModelRun()
+    {
+        // The shipped tiny model's map (4 layers x 8 heads: 32 grid points) with K-only, V-only and
+        // TQ-KV at 2 and 3 bits, as the Model map preset runs it: every view, the map included, at
+        // a column and at two, with no text under 6 pt, no overlaps and nothing off the page.
+        QFETCH(double, inches);
+        static const ViewData model = [] {
+            auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" KVLENS_EXAMPLES_DIR R"(/tiny_lm_kv.safetensors",
+                                        "layers": "all", "heads": "all", "query_start": 448}, "d": 32, "tokens": 512,
+                                        "queries": 16, "budgets": [2, 3], "seeds": {"count": 2},
+                                        "schemes": ["K-only", "V-only", "TQ-KV"], "metrics": {"sample_cap": 10},
+                                        "comparisons": {"bootstrap": 50, "permutations": 19}})");
+            Q_ASSERT(spec.ok());
+            CpuBackend backend(2);
+            auto results = runExperiment(*spec, backend);
+            Q_ASSERT(results.ok());
+            return makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true);
+        }();
+        QWidget host;
+        QStringList problems; // every view's, so one run shows them all
+        for (ResultView* view : createViews(&host)) {
+            view->resize(900, 650);
+            view->setData(model);
+            if (auto* teaching = qobject_cast<TeachingView*>(view))
+                teaching->setStage(TeachingView::StageCount - 1);
+            ExportOptions options;
+            options.widthInches = inches;
+            const PrintCheck check = checkPrint(*view, options);
+            if (check.texts.empty())
+                problems << view->viewId() + QStringLiteral(": no text");
+            for (const PrintedText& t : check.texts)
+                if (t.points < kMinimumPrintPoints - 1e-6)
+                    problems << QStringLiteral("%1: %2 \"%3\" at %4 pt").arg(view->viewId(), t.what, t.text).arg(t.points);
+            for (const QString& o : check.overlaps)
+                problems << view->viewId() + QStringLiteral(": ") + o;
+            for (const QString& c : check.collisions)
+                problems << view->viewId() + QStringLiteral(": ") + c;
+        }
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("\n"))));
+    }
+
     void exportDialogOffersWhatTheCommandLineDoes()
     {
         // Width, resolution, font size and family, with --width/--dpi/--font-size/--font-family's limits.
