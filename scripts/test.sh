@@ -6,7 +6,7 @@
 #   1. the Release build users run (GCC, build/, reusing what run.sh built) and the whole suite on it;
 #   2. scripts/sanitize.sh: the whole suite under AddressSanitizer + UBSan (Clang, build-asan/), the
 #      threaded core tests under ThreadSanitizer five times in a row (build-tsan/), and every fuzz
-#      target for 60 s (KVLENS_FUZZ_SECONDS), built in the ASan tree.
+#      target for 20 s (KVLENS_FUZZ_SECONDS; scripts/fuzz.sh 600 for a long run), built in the ASan tree.
 #   KVLENS_SANITIZERS=0 ./scripts/test.sh     stage 1 only
 #   ./scripts/test.sh -R tst_spec             stage 1 only, with arguments passed to ctest
 set -euo pipefail
@@ -24,7 +24,7 @@ printf '\n== Release: the whole suite ==\n'
 (cd "$build_dir" && ctest --output-on-failure -j2 "$@")
 echo "(ran in ${SECONDS} s)"
 if [ "${KVLENS_SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
-  ./scripts/sanitize.sh "${KVLENS_FUZZ_SECONDS:-60}"
+  ./scripts/sanitize.sh "${KVLENS_FUZZ_SECONDS:-20}"
 fi
 elapsed=$(( $(date +%s) - started ))
 echo "test.sh: every stage passed in $((elapsed / 60)) min $((elapsed % 60)) s"
