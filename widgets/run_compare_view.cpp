@@ -23,6 +23,21 @@ QString shortName(const std::string& dir)
     return name.isEmpty() ? d : name;
 }
 
+/// What an axis calls a metric (formula markup: formula_label.h).
+QString metricLabel(const std::string& metric)
+{
+    static const std::pair<const char*, const char*> names[] = {
+        {"kl_mean", "mean KL(p‖p̂)"},   {"kl_median", "median KL(p‖p̂)"}, {"recall", "top-k recall"},
+        {"argmax_shift", "argmax-shift rate"}, {"rel_mse_t", "output relMSE_T"}, {"snr_k", "SNR_K (dB)"},
+        {"phi_k", "φ_K"},                     {"snr_v", "SNR_V (dB)"},        {"phi_v", "φ_V"},
+        {"snr_t", "SNR_T (dB)"},              {"phi_t", "φ_T"},
+    };
+    for (const auto& n : names)
+        if (metric == n.first)
+            return QString::fromUtf8(n.second);
+    return QString::fromStdString(metric);
+}
+
 bool isOnly(const RunCompareRow& r)
 {
     return r.status == RunRowStatus::OnlyInA || r.status == RunRowStatus::OnlyInB;
@@ -119,12 +134,11 @@ void RunCompareView::redraw()
         (r.paired ? anyPaired : anyUnpaired) = true;
     }
     // Ratios where the metric is ratio-scale and a row has one; differences otherwise.
-    const bool ratio = ratioMetric && std::any_of(rows.begin(), rows.end(), [](const RunCompareRow* r) {
-                           return r->hasLogRatio && r->status != RunRowStatus::Identical;
-                       });
-    const QString name = QString::fromStdString(metric);
-    m_plot->xAxis->setLabel(ratio ? QStringLiteral("%1 ratio B / A (95% interval)").arg(name)
-                                  : QStringLiteral("%1 difference B − A (95% interval)").arg(name));
+    const bool ratio = ratioMetric
+                       && std::any_of(rows.begin(), rows.end(), [](const RunCompareRow* r) { return r->hasLogRatio; });
+    const QString name = metricLabel(metric);
+    m_plot->xAxis->setLabel(ratio ? QStringLiteral("%1, ratio B / A (95% interval)").arg(name)
+                                  : QStringLiteral("%1, B − A (95% interval)").arg(name));
     if (ratio)
         PlotWidget::setLogAxis(m_plot->xAxis);
 
@@ -216,10 +230,13 @@ void RunCompareView::redraw()
         }
     if (ratio) {
         lo = std::max(lo, hi * 1e-6); // a lower end at 0 cannot sit on a log axis
-        m_plot->xAxis->setRange(lo / 1.25, hi * 1.25);
+        // Nothing but the line (identical runs): a factor of 2 either side, labelled 0.5, 1, 2.
+        const double room = hi > lo ? 1.25 : 2.0;
+        m_plot->xAxis->setRange(lo / room, hi * room);
         PlotWidget::tuneLogAxis(m_plot->xAxis);
     } else {
-        const double pad = 0.08 * std::max(hi - lo, 1e-12);
+        // Nothing but the line (identical runs): a unit either side rather than a range of 1e-12.
+        const double pad = hi > lo ? 0.08 * (hi - lo) : 1.0;
         m_plot->xAxis->setRange(lo - pad, hi + pad);
     }
     m_plot->yAxis->setRange(-std::max(1, row) + 0.5, 0.5);
@@ -243,10 +260,10 @@ void RunCompareView::redraw()
     if (!only.isEmpty())
         notes << QStringLiteral("in one run only: ") + only.mid(0, 4).join(QStringLiteral(", "))
                      + (only.size() > 4 ? QStringLiteral(" and %1 more").arg(only.size() - 4) : QString());
-    for (const QString& note : notes) {
-        m_plot->addFootnote(note);
+    // One footnote element: separate ones each take a row of the layout with its own margins.
+    m_plot->addFootnote(notes.join(QLatin1Char('\n')));
+    for (const QString& note : notes)
         m_footnoteLines += 1 + static_cast<int>(note.size()) / PlotWidget::kFootnoteChars;
-    }
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
