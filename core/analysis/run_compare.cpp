@@ -148,7 +148,11 @@ void diffJson(const std::string& path, const nlohmann::json* a, const nlohmann::
         }
         return;
     }
-    if (a && b && a->is_array() && b->is_array() && a->size() == b->size()) {
+    // Arrays of objects (schemes) element by element, so a changed option reads "schemes[0].k.bits";
+    // arrays of numbers or names (budgets, sweep values) as one field.
+    auto nested = [](const nlohmann::json& v) { return v.is_object() || v.is_array(); };
+    if (a && b && a->is_array() && b->is_array() && a->size() == b->size()
+        && (std::any_of(a->begin(), a->end(), nested) || std::any_of(b->begin(), b->end(), nested))) {
         for (std::size_t i = 0; i < a->size(); ++i)
             diffJson(path + "[" + std::to_string(i) + "]", &(*a)[i], &(*b)[i], out);
         return;

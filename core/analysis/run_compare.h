@@ -37,9 +37,9 @@ struct SpecDifference {
 };
 
 /// The fields of the normalized specs (spec.json as written: every default filled in) whose
-/// values differ, in the order of the JSON paths. Objects are compared key by key, arrays of
-/// equal length element by element ("schemes[1]"), arrays of different lengths as one value
-/// (`budgets`: [2, 3] against [2, 3, 4] is one difference).
+/// values differ, in the order of the JSON paths. Objects are compared key by key; arrays of
+/// equal length that hold objects or arrays element by element ("schemes[0].k.bits"); any other
+/// array as one value (`budgets`: [2, 3] against [2, 3, 4] is one difference).
 std::vector<SpecDifference> diffSpecs(const ExperimentSpec& a, const ExperimentSpec& b);
 
 /// A per-seed metric the comparison reads from each trial.

@@ -91,7 +91,7 @@ private slots:
         QTest::newRow("regime parameter") << "{\"name\": \"gaussian\"}" << "{\"name\": \"heavy_tail\", \"nu\": 3}"
                                           << QStringList{"regime.mode", "regime.name", "regime.nu", "regime.standardize"};
         QTest::newRow("a default written out") << "\"d\": 16" << "\"d\": 16, \"score_scale\": 1" << QStringList{};
-        QTest::newRow("scheme") << "[\"KV\", \"QKQV\"]" << "[\"KV\", \"KQV\"]" << QStringList{"schemes[1]"};
+        QTest::newRow("scheme") << "[\"KV\", \"QKQV\"]" << "[\"KV\", \"KQV\"]" << QStringList{"schemes"};
     }
     void specDiffListsExactlyTheChangedFields()
     {
@@ -222,6 +222,42 @@ private slots:
         QCOMPARE(only, 2);
         QVERIFY(QString::fromStdString(runComparisonCsv(*c)).contains(",4,,only_in_b,only in B,"));
         QCOMPARE(QString::fromStdString(specDiffCsv(*c)), QStringLiteral("field,a,b\nbudgets,\"[2,3]\",\"[2,3,4]\"\n"));
+    }
+
+    void gridPointsMatchByTheirSweptValues()
+    {
+        // nu = 3 in both (same draw: paired), 1.5 in A only, 2 in B only.
+        const char* a = R"({"regime": {"name": "heavy_tail", "mode": "marginal"}, "sweep": {"regime.nu": [3, 1.5]},
+            "d": 16, "tokens": 32, "queries": 4, "schemes": ["KV"], "budgets": [2], "seeds": {"first": 1, "count": 3}})";
+        const std::string b = withField(a, "[3, 1.5]", "[2, 3]");
+        const auto c = compareRuns(runOf(a, "a"), runOf(b.c_str(), "b"));
+        QVERIFY2(c, c ? "" : c.error().text().c_str());
+        QCOMPARE(c->sharedConfigurations, 1);
+        QCOMPARE(c->onlyA, 1);
+        QCOMPARE(c->onlyB, 1);
+        QStringList seen;
+        for (const RunCompareRow& r : c->rows)
+            if (r.metric.empty() || r.metric == "kl_mean")
+                seen << QString::fromStdString(r.pointLabel + ": " + std::string(runRowStatusName(r.status)));
+        QCOMPARE(seen, (QStringList{"nu = 3: identical", "nu = 1.5: only_in_a", "nu = 2: only_in_b"}));
+        QCOMPARE(QString::fromStdString(diffSpecs(runOf(a, "a").results.spec, runOf(b.c_str(), "b").results.spec).front().path),
+                 QStringLiteral("sweep[\"regime.nu\"]"));
+        QCOMPARE(QString::fromStdString(diffSpecs(runOf(a, "a").results.spec, runOf(b.c_str(), "b").results.spec).front().b),
+                 QStringLiteral("[2,3]"));
+    }
+
+    void anotherDataHashIsAnotherDraw()
+    {
+        // Imported tensors are told apart by the hash of their bytes (the manifest's data_hash).
+        const RunDirectory a = runOf(kBase, "a");
+        RunDirectory b = a;
+        b.manifest.dataHash = 0x1234;
+        const auto c = compareRuns(a, b);
+        QVERIFY(c);
+        QVERIFY2(QString::fromStdString(c->pairingNote).contains("data_hash differ"), c->pairingNote.c_str());
+        QVERIFY(!c->rows.front().paired);
+        QCOMPARE(QString::fromStdString(specDiffCsv(*c)),
+                 QStringLiteral("field,a,b\nrun.data_hash,\"\"\"0000000000000000\"\"\",\"\"\"0000000000001234\"\"\"\n"));
     }
 
     void runsSharingNothingAreRefused()
