@@ -260,6 +260,28 @@ private slots:
                  QStringLiteral("field,a,b\nrun.data_hash,\"\"\"0000000000000000\"\"\",\"\"\"0000000000001234\"\"\"\n"));
     }
 
+    void seedsPairOnThoseBothRunsHold()
+    {
+        // Seeds 1..8 against 5..12: the same draws for 5..8, paired on those four, the rest named.
+        const std::string b = withField(kBase, "\"first\": 1", "\"first\": 5");
+        const RunDirectory ra = runOf(kBase, "a"), rb = runOf(b.c_str(), "b");
+        const auto c = compareRuns(ra, rb);
+        QVERIFY(c);
+        const RunCompareRow* r = findRow(*c, "KV", 2, "kl_mean");
+        QVERIFY(r && r->paired);
+        QCOMPARE(r->units, 4);
+        QVERIFY(r->status == RunRowStatus::Identical); // seeds 5..8 are the same trials in both runs
+        QCOMPARE(QString::fromStdString(r->note),
+                 QStringLiteral("every shared seed's value is the same in A and B; paired on the 4 shared seeds; 4 of "
+                                "A's and 4 of B's left out"));
+        // Disjoint seeds: independent draws of one law, so the unpaired test.
+        const std::string far = withField(kBase, "\"first\": 1", "\"first\": 101");
+        const auto d = compareRuns(ra, runOf(far.c_str(), "far"));
+        QVERIFY(d);
+        QVERIFY(!findRow(*d, "KV", 2, "kl_mean")->paired);
+        QCOMPARE(QString::fromStdString(d->pairingNote), QStringLiteral("the runs share no seed"));
+    }
+
     void runsSharingNothingAreRefused()
     {
         const std::string b = withField(kBase, "[\"KV\", \"QKQV\"]", "[\"KQV\"]");
