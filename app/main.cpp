@@ -4,6 +4,7 @@
 #include "app/batch.h"
 #include "app/capture_command.h"
 #include "app/codebook_command.h"
+#include "app/compare_command.h"
 #include "app/eval_command.h"
 #include "app/main_window.h"
 #include "app/merge_command.h"
@@ -98,6 +99,16 @@ int run(int argc, char** argv)
             return parsed.exitCode;
         mergeOptions = std::move(parsed.options);
     }
+    // `kvlens compare`: arguments checked before Qt starts; the figure then needs a QApplication.
+    const bool compare = argc >= 2 && std::string(argv[1]) == "compare";
+    std::optional<kvlens::app::CompareOptions> compareOptions;
+    if (compare) {
+        auto parsed = kvlens::app::parseCompareArguments(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                                         std::cerr);
+        if (!parsed.options)
+            return parsed.exitCode;
+        compareOptions = std::move(parsed.options);
+    }
     // `kvlens eval`: arguments checked before Qt starts (a bad one writes nothing); figures need Qt.
     const bool eval = argc >= 2 && std::string(argv[1]) == "eval";
     std::optional<kvlens::app::EvalOptions> evalOptions;
@@ -124,7 +135,7 @@ int run(int argc, char** argv)
     // Batch mode renders figures without a display, and --help / --version need none:
     // default to the offscreen platform there.
     const bool batch = hasArgument(argc, argv, "--batch") || hasArgument(argc, argv, "--reproduce");
-    const bool headless = batch || merge || eval || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
+    const bool headless = batch || merge || compare || eval || hasArgument(argc, argv, "--help") || hasArgument(argc, argv, "-h")
                           || hasArgument(argc, argv, "--help-all") || hasArgument(argc, argv, "--version")
                           || hasArgument(argc, argv, "-v");
     if (headless && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM"))
@@ -140,6 +151,8 @@ int run(int argc, char** argv)
         return kvlens::app::runMerge(*mergeOptions, std::cout, std::cerr);
     if (evalOptions)
         return kvlens::app::runEvalCommand(*evalOptions, std::cout, std::cerr);
+    if (compareOptions)
+        return kvlens::app::runCompare(*compareOptions, std::cout, std::cerr);
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
@@ -147,7 +160,10 @@ int run(int argc, char** argv)
         "Without options, opens the main window. Subcommands:\n"
         "  kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]   print a Lloyd-Max codebook\n"
         "  kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]   check the shards of a --shard run and\n"
-        "                                       write the files the unsharded run writes\n")
+        "                                       write the files the unsharded run writes\n"
+        "  kvlens compare DIR_A DIR_B --out DIR [--paired] [--no-figures]   compare two finished runs: the spec\n"
+        "                                       fields that differ, and per scheme and budget in both B - A with\n"
+        "                                       its interval and the seed-level test (kvlens compare --help)\n")
         + QString::fromLatin1(kvlens::app::evalUsage()) + QString::fromLatin1(kvlens::app::captureUsage())
         + QStringLiteral(
         "Batch mode (no display needed):\n"
