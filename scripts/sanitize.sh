@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The test suite as CI runs it (scripts/test.sh calls this):
-#   1. the whole suite built with Clang and run under AddressSanitizer + UBSan (CMake preset "asan", build-asan/);
+#   1. core and its tests built with Clang and run under AddressSanitizer + UBSan (CMake preset "asan", build-asan/;
+#      the Qt layers are tested in the Release stage only);
 #   2. core's runner, cancellation and import-cache tests under ThreadSanitizer (preset "tsan", build-tsan/),
 #      five times in a row: a race that shows by timing must not pass by luck;
 #   3. every libFuzzer target for a bounded time (scripts/fuzz.sh, linked in build-asan/).
@@ -21,7 +22,7 @@ stage "AddressSanitizer + UBSan: build"
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 echo "(built in ${SECONDS} s)"; SECONDS=0
-stage "AddressSanitizer + UBSan: the whole suite"
+stage "AddressSanitizer + UBSan: core's suite"
 ctest --preset asan
 
 echo "(ran in ${SECONDS} s)"; SECONDS=0

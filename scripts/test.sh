@@ -4,7 +4,7 @@
 #
 # Stages, each timed (the times go in the README):
 #   1. the Release build users run (GCC, build/, reusing what run.sh built) and the whole suite on it;
-#   2. scripts/sanitize.sh: the whole suite under AddressSanitizer + UBSan (Clang, build-asan/), the
+#   2. scripts/sanitize.sh: core's suite under AddressSanitizer + UBSan (Clang, build-asan/), the
 #      threaded core tests under ThreadSanitizer five times in a row (build-tsan/), and every fuzz
 #      target for 20 s (KVLENS_FUZZ_SECONDS; scripts/fuzz.sh 600 for a long run), built in the ASan tree.
 #   KVLENS_SANITIZERS=0 ./scripts/test.sh     stage 1 only

@@ -15,7 +15,7 @@ namespace {
 constexpr std::size_t kMaxDimensions = 64; // NPY_MAXDIMS of NumPy 2
 
 /// Thrown inside this file only; converted to an Error at the public boundary.
-struct HeaderError {
+struct NpyHeaderError {
     std::string message;
 };
 
@@ -53,11 +53,11 @@ public:
         if (m_pos != m_text.size())
             fail("unexpected text after the header dict");
         if (!m_descr)
-            throw HeaderError{"header lacks 'descr'"};
+            throw NpyHeaderError{"header lacks 'descr'"};
         if (!m_fortran)
-            throw HeaderError{"header lacks 'fortran_order'"};
+            throw NpyHeaderError{"header lacks 'fortran_order'"};
         if (!m_shape)
-            throw HeaderError{"header lacks 'shape'"};
+            throw NpyHeaderError{"header lacks 'shape'"};
     }
 
     std::string descr() const { return *m_descr; }
@@ -75,7 +75,7 @@ private:
             static constexpr char kHex[] = "0123456789abcdef";
             found = std::string("byte 0x") + kHex[c >> 4] + kHex[c & 15];
         }
-        throw HeaderError{"malformed header dict: " + what + " at offset " + std::to_string(m_pos) + ", found " + found};
+        throw NpyHeaderError{"malformed header dict: " + what + " at offset " + std::to_string(m_pos) + ", found " + found};
     }
 
     char peek() const { return m_pos < m_text.size() ? m_text[m_pos] : '\0'; }
@@ -118,13 +118,13 @@ private:
     {
         if (key == "descr") {
             if (m_descr)
-                throw HeaderError{"duplicate header key 'descr'"};
+                throw NpyHeaderError{"duplicate header key 'descr'"};
             if (peek() == '[')
-                throw HeaderError{"structured dtypes (a list 'descr') are not supported (" + std::string(m_supported) + ")"};
+                throw NpyHeaderError{"structured dtypes (a list 'descr') are not supported (" + std::string(m_supported) + ")"};
             m_descr = parseString("'descr' as a string");
         } else if (key == "fortran_order") {
             if (m_fortran)
-                throw HeaderError{"duplicate header key 'fortran_order'"};
+                throw NpyHeaderError{"duplicate header key 'fortran_order'"};
             if (m_text.substr(m_pos, 4) == "True") {
                 m_fortran = true;
                 m_pos += 4;
@@ -136,10 +136,10 @@ private:
             }
         } else if (key == "shape") {
             if (m_shape)
-                throw HeaderError{"duplicate header key 'shape'"};
+                throw NpyHeaderError{"duplicate header key 'shape'"};
             m_shape = parseShape();
         } else {
-            throw HeaderError{"unknown header key " + quoteName(key) + " (expected 'descr', 'fortran_order', 'shape')"};
+            throw NpyHeaderError{"unknown header key " + quoteName(key) + " (expected 'descr', 'fortran_order', 'shape')"};
         }
     }
 
@@ -152,14 +152,14 @@ private:
         skipSpace();
         while (peek() != ')') {
             if (peek() == '-')
-                throw HeaderError{"negative dimension in 'shape'"};
+                throw NpyHeaderError{"negative dimension in 'shape'"};
             if (peek() < '0' || peek() > '9')
                 fail("expected a dimension in 'shape'");
             std::uint64_t value = 0;
             while (peek() >= '0' && peek() <= '9') {
                 const auto digit = static_cast<std::uint64_t>(peek() - '0');
                 if (value > (static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - digit) / 10)
-                    throw HeaderError{"a dimension in 'shape' exceeds 2^63 - 1"};
+                    throw NpyHeaderError{"a dimension in 'shape' exceeds 2^63 - 1"};
                 value = value * 10 + digit;
                 ++m_pos;
             }
@@ -167,7 +167,7 @@ private:
                 ++m_pos;
             shape.push_back(static_cast<std::int64_t>(value));
             if (shape.size() > kMaxDimensions)
-                throw HeaderError{"'shape' has more than " + std::to_string(kMaxDimensions) + " dimensions"};
+                throw NpyHeaderError{"'shape' has more than " + std::to_string(kMaxDimensions) + " dimensions"};
             skipSpace();
             comma = peek() == ',';
             if (comma) {
@@ -179,7 +179,7 @@ private:
         }
         ++m_pos;
         if (shape.size() == 1 && !comma)
-            throw HeaderError{"'shape' (" + std::to_string(shape[0]) + ") is not a tuple; NumPy writes ("
+            throw NpyHeaderError{"'shape' (" + std::to_string(shape[0]) + ") is not a tuple; NumPy writes ("
                               + std::to_string(shape[0]) + ",)"};
         return shape;
     }
@@ -196,7 +196,7 @@ private:
 void decodeDescr(const std::string& descr, TensorInfo& info)
 {
     const auto unsupported = [&](const std::string& why) {
-        return HeaderError{"dtype " + quoteName(descr) + why + " is not supported (F16, F32, F64 only for .npy)"};
+        return NpyHeaderError{"dtype " + quoteName(descr) + why + " is not supported (F16, F32, F64 only for .npy)"};
     };
     char order = '=';
     std::string_view type = descr;
@@ -215,7 +215,7 @@ void decodeDescr(const std::string& descr, TensorInfo& info)
     else
         throw unsupported("");
     if (order == '|')
-        throw HeaderError{"dtype " + quoteName(descr) + ": byte order '|' is only valid for 1-byte types"};
+        throw NpyHeaderError{"dtype " + quoteName(descr) + ": byte order '|' is only valid for 1-byte types"};
     info.bigEndian = order == '>' || (order == '=' && std::endian::native == std::endian::big);
 }
 
@@ -277,7 +277,7 @@ Result<NpyRawHeader> parseNpyRawHeader(std::span<const std::uint8_t> bytes, std:
         raw.descr = parser.descr();
         raw.fortranOrder = parser.fortranOrder();
         raw.shape = parser.shape();
-    } catch (const HeaderError& e) {
+    } catch (const NpyHeaderError& e) {
         return fail(e.message);
     }
     return raw;
@@ -300,7 +300,7 @@ Result<TensorFileInfo> parseNpyHeader(std::span<const std::uint8_t> bytes, std::
     info.fileBytes = fileSize;
     try {
         decodeDescr(raw->descr, info);
-    } catch (const HeaderError& e) {
+    } catch (const NpyHeaderError& e) {
         return fail(e.message);
     }
     info.fortranOrder = raw->fortranOrder;

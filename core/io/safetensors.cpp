@@ -19,7 +19,7 @@ using nlohmann::json;
 namespace {
 
 /// Thrown inside this file only; converted to an Error at the public boundary.
-struct HeaderError {
+struct SafetensorsHeaderError {
     std::string message;
 };
 
@@ -38,7 +38,7 @@ std::string itIs(const json& value)
 DType dtypeFromName(const std::string& tensor, const json& value)
 {
     if (!value.is_string())
-        throw HeaderError{tensorPrefix(tensor) + "'dtype' is not a string" + itIs(value)};
+        throw SafetensorsHeaderError{tensorPrefix(tensor) + "'dtype' is not a string" + itIs(value)};
     const auto& name = value.get_ref<const std::string&>();
     if (name == "F16")
         return DType::F16;
@@ -48,14 +48,14 @@ DType dtypeFromName(const std::string& tensor, const json& value)
         return DType::F32;
     if (name == "F64")
         return DType::F64;
-    throw HeaderError{tensorPrefix(tensor) + "dtype " + quoteName(name) + " is not supported (F16, BF16, F32, F64 only)"};
+    throw SafetensorsHeaderError{tensorPrefix(tensor) + "dtype " + quoteName(name) + " is not supported (F16, BF16, F32, F64 only)"};
 }
 
 /// Element `index` of the array `field` as an unsigned integer.
 std::uint64_t nonNegative(const std::string& tensor, const char* field, std::size_t index, const json& value)
 {
     if (!value.is_number_unsigned())
-        throw HeaderError{tensorPrefix(tensor) + "'" + field + "' element " + std::to_string(index)
+        throw SafetensorsHeaderError{tensorPrefix(tensor) + "'" + field + "' element " + std::to_string(index)
                           + " is not a non-negative integer" + itIs(value)};
     return value.get<std::uint64_t>();
 }
@@ -75,41 +75,41 @@ struct Entry {
 Entry parseEntry(const std::string& name, const json& value, const std::string& label)
 {
     if (!value.is_object())
-        throw HeaderError{tensorPrefix(name) + "entry is not a JSON object" + itIs(value)};
+        throw SafetensorsHeaderError{tensorPrefix(name) + "entry is not a JSON object" + itIs(value)};
     for (const auto& [key, unused] : value.items())
         if (key != "dtype" && key != "shape" && key != "data_offsets")
-            throw HeaderError{tensorPrefix(name) + "unknown key " + quoteName(key)
+            throw SafetensorsHeaderError{tensorPrefix(name) + "unknown key " + quoteName(key)
                               + " (expected 'dtype', 'shape', 'data_offsets')"};
     for (const char* key : {"dtype", "shape", "data_offsets"})
         if (!value.contains(key))
-            throw HeaderError{tensorPrefix(name) + "lacks '" + key + "'"};
+            throw SafetensorsHeaderError{tensorPrefix(name) + "lacks '" + key + "'"};
 
     Entry entry;
     entry.info.name = name;
     entry.info.dtype = dtypeFromName(name, value["dtype"]);
     const json& shape = value["shape"];
     if (!shape.is_array())
-        throw HeaderError{tensorPrefix(name) + "'shape' is not an array" + itIs(shape)};
+        throw SafetensorsHeaderError{tensorPrefix(name) + "'shape' is not an array" + itIs(shape)};
     for (std::size_t i = 0; i < shape.size(); ++i) {
         const std::uint64_t dim = nonNegative(name, "shape", i, shape[i]);
         if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            throw HeaderError{tensorPrefix(name) + "'shape' element " + std::to_string(i) + " = " + std::to_string(dim)
+            throw SafetensorsHeaderError{tensorPrefix(name) + "'shape' element " + std::to_string(i) + " = " + std::to_string(dim)
                               + " exceeds 2^63 - 1"};
         entry.info.shape.push_back(static_cast<std::int64_t>(dim));
     }
     const json& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2)
-        throw HeaderError{tensorPrefix(name) + "'data_offsets' is not a [begin, end] pair" + itIs(offsets)};
+        throw SafetensorsHeaderError{tensorPrefix(name) + "'data_offsets' is not a [begin, end] pair" + itIs(offsets)};
     entry.begin = nonNegative(name, "data_offsets", 0, offsets[0]);
     entry.end = nonNegative(name, "data_offsets", 1, offsets[1]);
     if (entry.end < entry.begin)
-        throw HeaderError{tensorPrefix(name) + offsetsText(entry.begin, entry.end) + " end before they begin"};
+        throw SafetensorsHeaderError{tensorPrefix(name) + offsetsText(entry.begin, entry.end) + " end before they begin"};
 
     const auto bytes = checkedPayloadBytes(entry.info.shape, entry.info.dtype, name, label);
     if (!bytes)
-        throw HeaderError{bytes.error().message};
+        throw SafetensorsHeaderError{bytes.error().message};
     if (*bytes != entry.end - entry.begin)
-        throw HeaderError{tensorPrefix(name) + "shape x " + std::string(dtypeName(entry.info.dtype)) + " needs "
+        throw SafetensorsHeaderError{tensorPrefix(name) + "shape x " + std::string(dtypeName(entry.info.dtype)) + " needs "
                           + std::to_string(*bytes) + " bytes but " + offsetsText(entry.begin, entry.end) + " span "
                           + std::to_string(entry.end - entry.begin)};
     entry.info.dataBytes = *bytes;
@@ -145,9 +145,9 @@ json parseHeaderJson(std::string_view text)
     // Only a text within the nesting cap is parsed again, and only on this error path.
     if (jsonNestingError(text).empty())
         if (const auto name = topLevelDuplicate(text))
-            throw HeaderError{*name == "__metadata__" ? std::string("'__metadata__' is given twice in the header")
+            throw SafetensorsHeaderError{*name == "__metadata__" ? std::string("'__metadata__' is given twice in the header")
                                                       : tensorPrefix(*name) + "duplicate name in the header"};
-    throw HeaderError{"header: " + header.error().message};
+    throw SafetensorsHeaderError{"header: " + header.error().message};
 }
 
 } // namespace
@@ -184,21 +184,21 @@ Result<TensorFileInfo> parseSafetensorsHeader(std::span<const std::uint8_t> byte
         const json header = parseHeaderJson(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8),
                                                        static_cast<std::size_t>(headerLength)));
         if (!header.is_object())
-            throw HeaderError{"header is not a JSON object" + itIs(header)};
+            throw SafetensorsHeaderError{"header is not a JSON object" + itIs(header)};
         for (const auto& [key, value] : header.items()) {
             if (key != "__metadata__") {
                 entries.push_back(parseEntry(key, value, label));
                 continue;
             }
             if (!value.is_object())
-                throw HeaderError{"'__metadata__' is not a JSON object" + itIs(value)};
+                throw SafetensorsHeaderError{"'__metadata__' is not a JSON object" + itIs(value)};
             for (const auto& [mkey, mvalue] : value.items()) {
                 if (!mvalue.is_string())
-                    throw HeaderError{"'__metadata__' value of " + quoteName(mkey) + " is not a string" + itIs(mvalue)};
+                    throw SafetensorsHeaderError{"'__metadata__' value of " + quoteName(mkey) + " is not a string" + itIs(mvalue)};
                 result.metadata[mkey] = mvalue.get<std::string>();
             }
         }
-    } catch (const HeaderError& e) {
+    } catch (const SafetensorsHeaderError& e) {
         return Error{label, e.message};
     }
 

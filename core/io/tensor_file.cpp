@@ -23,6 +23,14 @@
 
 namespace kvlens::io {
 
+std::string shapeText(const std::vector<std::int64_t>& shape)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
 namespace {
 
 Error tensorError(const std::string& label, const std::string& tensor, const std::string& message)
@@ -342,14 +350,6 @@ Status readBlock(ChunkCursor& cursor, const TensorInfo& info, const SliceRequest
                 return s;
     }
     return Ok{};
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string out = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
 }
 
 /// a * b, or UINT64_MAX when that overflows.

@@ -22,6 +22,9 @@ std::string_view dtypeName(DType type);
 std::uint64_t dtypeSize(DType type);
 
 /// One tensor as a header describes it, validated against the file but with no payload read.
+/// A shape as errors print it: "[3, 4]".
+std::string shapeText(const std::vector<std::int64_t>& shape);
+
 struct TensorInfo {
     std::string name;                 ///< npy: "array"; npz: member name without ".npy"; safetensors: key
     DType dtype = DType::F32;

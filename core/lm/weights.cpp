@@ -4,6 +4,7 @@
 #include "core/lm/weights.h"
 
 #include "core/io/file_read.h"
+#include "core/io/tensor_file.h"
 #include "core/io/json_text.h"
 
 #include <nlohmann/json.hpp>
@@ -24,13 +25,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
+using io::shapeText;
 
 std::uint64_t mib(std::uint64_t bytes)
 {

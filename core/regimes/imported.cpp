@@ -39,13 +39,7 @@ bool isTensorFileName(const std::string& s)
     return endsWith(s, ".npy") || endsWith(s, ".npz") || endsWith(s, ".safetensors");
 }
 
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string out = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
-}
+using io::shapeText;
 
 /// One of K, V, Q with its header and the slice the regime takes from it.
 struct Resolved {

@@ -18,13 +18,7 @@ namespace kvlens {
 
 namespace {
 
-std::string shapeText(const std::vector<std::int64_t>& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
+using io::shapeText;
 
 std::string quoted(const std::string& name)
 {
