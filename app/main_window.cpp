@@ -7,6 +7,9 @@
 #include "app/experiment_worker.h"
 #include "widgets/model_map_view.h"
 #include "widgets/output_view.h"
+#include "widgets/run_compare_view.h"
+#include "core/analysis/run_compare.h"
+#include "core/experiment/shard.h"
 #include "widgets/teaching_view.h"
 #include "core/io/atomic_file.h"
 #include "core/spec/spec_json.h"
@@ -22,6 +25,9 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QFutureWatcher>
+#include <QTime>
+#include <QtConcurrent/QtConcurrentRun>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QPushButton>
@@ -273,6 +279,10 @@ void MainWindow::buildMenus()
     QMenu* run = menuBar()->addMenu(QStringLiteral("&Run"));
     run->addAction(QStringLiteral("&Run now"), this, &MainWindow::startRun);
     run->addAction(QStringLiteral("&Cancel"), this, &MainWindow::cancelRun);
+    run->addSeparator();
+    m_runsMenu = run->addMenu(QStringLiteral("Compare the current run &with"));
+    m_runsMenu->setToolTipsVisible(true);
+    rebuildRunsMenu();
     QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
     help->addAction(QStringLiteral("&About KVLens"), this, [this] {
         QMessageBox::about(this, QStringLiteral("About KVLens"),
@@ -363,6 +373,10 @@ void MainWindow::screenshotWhenDone(const QString& path)
 
 bool MainWindow::showView(const QString& id)
 {
+    if (id == QStringLiteral("output")) {
+        m_tabs->setCurrentWidget(m_output);
+        return true;
+    }
     for (widgets::ResultView* v : m_views)
         if (v->viewId() == id) {
             m_tabs->setCurrentWidget(v);
@@ -526,6 +540,23 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
     }
     showData(data);
     const ResultSet& r = *data.results;
+    if (!cancelled && !data.partial) {
+        // Kept for comparison: the results are immutable and shared with the views.
+        KeptRun kept;
+        kept.results = data.results;
+        kept.backend = m_backendLabel;
+        kept.time = QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
+        kept.name = QStringLiteral("%1 · %2 · %3 schemes × %4 budgets × %5 seeds")
+                        .arg(QString::fromStdString(r.spec.name.empty() ? std::string("run") : r.spec.name))
+                        .arg(QString::fromStdString(r.spec.regime))
+                        .arg(r.schemes.size())
+                        .arg(r.spec.budgets.size())
+                        .arg(r.spec.seedCount);
+        m_kept.push_back(std::move(kept));
+        if (static_cast<int>(m_kept.size()) > kMaxKeptRuns)
+            m_kept.erase(m_kept.begin());
+        rebuildRunsMenu();
+    }
     const double uniformEntropy = std::log(static_cast<double>(r.spec.tokens));
     const QString reused = r.reusedTrials > 0 ? QStringLiteral(" (%1 computed, %2 from the cache)")
                                                     .arg(static_cast<long long>(r.trials.size()) - r.reusedTrials)
@@ -565,6 +596,31 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
             close();
         };
         QTimer::singleShot(400, this, [this, grabAndClose] {
+            // The Output tab documents a model run: its default run, then the drill-down of the
+            // worst-predicted token of the configuration shown.
+            if (auto* output = qobject_cast<widgets::OutputView*>(m_tabs->currentWidget())) {
+                connect(
+                    output, &widgets::OutputView::runFinished, this,
+                    [this, output, grabAndClose](const QString& error, bool) {
+                        const auto& run = output->modelRun();
+                        if (!error.isEmpty() || !run.result || output->configuration() < 0) {
+                            grabAndClose();
+                            return;
+                        }
+                        const auto& tokens = run.result->configurations[static_cast<std::size_t>(output->configuration())].tokens;
+                        int worst = 0;
+                        for (int i = 0; i < static_cast<int>(tokens.size()); ++i)
+                            if (tokens[static_cast<std::size_t>(i)].kld > tokens[static_cast<std::size_t>(worst)].kld)
+                                worst = i;
+                        connect(output, &widgets::OutputView::probed, this,
+                                [this, grabAndClose] { QTimer::singleShot(300, this, grabAndClose); },
+                                Qt::SingleShotConnection);
+                        output->selectToken(worst);
+                    },
+                    Qt::SingleShotConnection);
+                output->startRun();
+                return;
+            }
             // The Teaching tab documents its whole chain: every stage shown and drawn, and the
             // table's header given a turn of the event loop to fit the rows just revealed.
             if (auto* teaching = qobject_cast<widgets::TeachingView*>(m_tabs->currentWidget())) {
@@ -771,6 +827,113 @@ void MainWindow::closeEvent(QCloseEvent* event)
             s.setValue(QStringLiteral("spec"), QByteArray::fromStdString(specToJson(*spec)));
     }
     event->accept();
+}
+
+QStringList MainWindow::keptRuns() const
+{
+    QStringList out;
+    for (const KeptRun& k : m_kept)
+        out << k.name + QStringLiteral(" · ") + k.time;
+    return out;
+}
+
+void MainWindow::rebuildRunsMenu()
+{
+    if (!m_runsMenu)
+        return;
+    m_runsMenu->clear();
+    // Every kept run but the newest (the current one) can be run A.
+    const int candidates = static_cast<int>(m_kept.size()) - 1;
+    if (candidates <= 0) {
+        QAction* none = m_runsMenu->addAction(QStringLiteral("(finish two runs: each finished run is kept here)"));
+        none->setEnabled(false);
+        return;
+    }
+    for (int i = candidates - 1; i >= 0; --i) {
+        QAction* a = m_runsMenu->addAction(m_kept[static_cast<std::size_t>(i)].name + QStringLiteral(" · ")
+                                           + m_kept[static_cast<std::size_t>(i)].time);
+        a->setToolTip(QStringLiteral("Run A: this run; run B: the current one. The seed-level test per scheme and "
+                                     "budget, as kvlens compare writes it."));
+        connect(a, &QAction::triggered, this, [this, i] { compareWithKept(i); });
+    }
+}
+
+bool MainWindow::compareWithKept(int index)
+{
+    if (index < 0 || index + 1 >= static_cast<int>(m_kept.size()))
+        return false;
+    const KeptRun a = m_kept[static_cast<std::size_t>(index)];
+    const KeptRun b = m_kept.back();
+    if (!m_compareWindow) {
+        m_compareWindow = new QWidget(this, Qt::Window);
+        m_compareWindow->setWindowTitle(QStringLiteral("KVLens: run comparison"));
+        auto* layout = new QVBoxLayout(m_compareWindow);
+        m_compareLabel = new QLabel(m_compareWindow);
+        m_compareLabel->setWordWrap(true);
+        m_compareLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        layout->addWidget(m_compareLabel);
+        m_compareView = new widgets::RunCompareView(m_compareWindow);
+        layout->addWidget(m_compareView, 1);
+        const QRect area = availableScreenArea();
+        m_compareWindow->resize(std::min(900, area.width() - 40), std::min(700, area.height() - 60));
+    }
+    m_compareLabel->setText(QStringLiteral("comparing A (%1, %2) with B (%3, %4)…").arg(a.name, a.time, b.name, b.time));
+    m_compareWindow->show();
+    m_compareWindow->raise();
+    const quint64 id = m_compareJobs.start();
+    struct Outcome {
+        quint64 request = 0;
+        std::shared_ptr<const RunComparison> comparison;
+        QString error;
+    };
+    auto* watcher = new QFutureWatcher<Outcome>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, a, b] {
+        const Outcome outcome = watcher->result();
+        watcher->deleteLater();
+        if (!m_compareJobs.accept(outcome.request))
+            return;
+        if (!outcome.comparison) {
+            m_compareDiff.clear();
+            m_compareLabel->setText(outcome.error);
+            m_compareView->setComparison(nullptr);
+            emit comparisonShown(outcome.error);
+            return;
+        }
+        const RunComparison& c = *outcome.comparison;
+        QStringList diff;
+        for (const SpecDifference& d : c.specDiff)
+            diff << QStringLiteral("%1: %2 → %3")
+                        .arg(QString::fromStdString(d.path), QString::fromStdString(d.a.empty() ? "(none)" : d.a),
+                             QString::fromStdString(d.b.empty() ? "(none)" : d.b));
+        m_compareDiff = diff.join(QLatin1Char('\n'));
+        m_compareLabel->setText(QStringLiteral("<b>A</b>: %1 · %2<br><b>B</b>: %3 · %4<br>spec difference: %5%6")
+                                    .arg(a.name.toHtmlEscaped(), a.time, b.name.toHtmlEscaped(), b.time)
+                                    .arg(diff.isEmpty() ? QStringLiteral("none") : diff.join(QStringLiteral("; ")).toHtmlEscaped())
+                                    .arg(c.pairingNote.empty()
+                                             ? QString()
+                                             : QStringLiteral("<br>unpaired: ") + QString::fromStdString(c.pairingNote).toHtmlEscaped()));
+        m_compareView->setComparison(outcome.comparison);
+        emit comparisonShown(QString());
+    });
+    // Numerics off the GUI thread: each run as its finished run directory would hold it.
+    watcher->setFuture(QtConcurrent::run([id, a, b] {
+        auto asDirectory = [](const KeptRun& k) {
+            RunDirectory d;
+            d.dir = "run of " + k.time.toStdString();
+            d.results = *k.results;
+            d.manifest = manifestFor(*k.results, k.results->spec, ShardId{});
+            return d;
+        };
+        Outcome out;
+        out.request = id;
+        auto r = compareRuns(asDirectory(a), asDirectory(b));
+        if (r)
+            out.comparison = std::make_shared<const RunComparison>(std::move(*r));
+        else
+            out.error = QString::fromStdString(r.error().text());
+        return out;
+    }));
+    return true;
 }
 
 } // namespace kvlens::app

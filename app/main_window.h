@@ -2,6 +2,7 @@
 // The KVLens main window: control dock, plot views, progress and status, menus, worker thread.
 #pragma once
 
+#include "core/spec/result.h"
 #include "core/spec/spec.h"
 #include "widgets/figure_export.h"
 #include "widgets/job_tracker.h"
@@ -25,6 +26,7 @@ class QTabWidget;
 namespace kvlens::widgets {
 class ControlPanel;
 class OutputView;
+class RunCompareView;
 class ResultView;
 class ValidationView;
 struct ValidationData;
@@ -68,6 +70,18 @@ public:
                                     const std::function<QString(const widgets::ResultView&)>& stemFor,
                                     const widgets::ExportOptions& options);
 
+    /// Finished runs kept this session (newest last, at most kMaxKeptRuns): "name · d = 128 … · 14:02".
+    QStringList keptRuns() const;
+    static constexpr int kMaxKeptRuns = 12;
+    /// Compares kept run `index` (A) with the newest finished run (B) off the GUI thread, as
+    /// `kvlens compare` does (seed-level tests, the spec difference), and shows the forest plot
+    /// of B against A in the Run comparison window. False when there is no such pair.
+    bool compareWithKept(int index);
+    /// The Run comparison window's view (null before the first comparison).
+    widgets::RunCompareView* runCompareView() const { return m_compareView; }
+    /// The spec difference of the comparison shown ("budgets: [2, 3] → [2, 3, 4]" per line).
+    QString comparisonSpecDiff() const { return m_compareDiff; }
+
     /// Makes one (layer, head) cell of the current model run the experiment (a click on the
     /// Model map): every view then shows that head; the map keeps the whole model.
     void studyModelCell(int layer, int head);
@@ -99,6 +113,8 @@ signals:
     /// Internal: hands a request to the worker thread.
     void requestRun(quint64 id, const kvlens::ExperimentSpec& spec);
     void requestValidation(quint64 id, const kvlens::ExperimentSpec& spec);
+    /// A run comparison is drawn (or failed: `error` non-empty).
+    void comparisonShown(const QString& error);
     /// A validation finished (or failed: `error` non-empty).
     void validationFinished(quint64 id, const QString& error);
 
@@ -134,6 +150,20 @@ private:
     QTabWidget* m_tabs = nullptr;
     widgets::OutputView* m_output = nullptr;
     QWidget* m_orientation = nullptr; ///< the first-run orientation panel
+    struct KeptRun {
+        QString name;
+        QString time;
+        std::shared_ptr<const ResultSet> results;
+        QString backend;
+    };
+    std::vector<KeptRun> m_kept;
+    QMenu* m_runsMenu = nullptr;
+    QWidget* m_compareWindow = nullptr;
+    widgets::RunCompareView* m_compareView = nullptr;
+    QLabel* m_compareLabel = nullptr;
+    QString m_compareDiff;
+    widgets::JobTracker m_compareJobs;
+    void rebuildRunsMenu();
     std::vector<widgets::ResultView*> m_views;
     widgets::ValidationView* m_validation = nullptr;
     QProgressBar* m_progress = nullptr;

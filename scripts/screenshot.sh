@@ -14,4 +14,6 @@ done
 cp docs/screenshot_shannon_phi.png docs/screenshot.png
 # The Model map on the shipped tiny model (every layer and head).
 build/app/kvlens --spec resources/examples/tiny_lm_map.json --view model_map --screenshot docs/screenshot_model_map.png
+# The Output tab: the shipped model over its held-out text, the worst-predicted token drilled down.
+build/app/kvlens --view output --screenshot docs/screenshot_output.png
 echo "wrote docs/screenshot*.png"

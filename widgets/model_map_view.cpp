@@ -18,8 +18,6 @@ namespace kvlens::widgets {
 
 namespace {
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-
 struct MetricInfo {
     const char* key;
     const char* label;    ///< the metric box's entry

@@ -610,6 +610,8 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     m_status = new QLabel(this);
     m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_status->setWordWrap(false);
+    // One line, clipped, the whole text in its tooltip: a long status never widens the window.
+    m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     layout->addWidget(m_status);
 
     auto* split = new QSplitter(Qt::Vertical, this);
@@ -622,6 +624,9 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     auto* plots = new QTabWidget(topSplit);
     m_kld = new EvalKldView(plots);
     m_layers = new EvalLayersView(plots);
+    // Smaller than a view tab's plot: the text below needs the height.
+    m_kld->plot()->setMinimumSize(200, 140);
+    m_layers->plot()->setMinimumSize(200, 140);
     plots->addTab(m_kld, QStringLiteral("KLD distribution"));
     plots->addTab(m_layers, QStringLiteral("Per-layer attribution"));
     topSplit->setStretchFactor(0, 3);
@@ -639,6 +644,7 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     textRow->addWidget(m_configurationBox);
     m_legend = new QLabel(QStringLiteral("hover a token for its top-5 next tokens under both caches; click it to drill down"), textPane);
     m_legend->setStyleSheet(QStringLiteral("color: gray"));
+    m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     textRow->addWidget(m_legend, 1);
     textLayout->addLayout(textRow);
     m_scroll = new QScrollArea(textPane);
@@ -666,6 +672,7 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     drillRow->addWidget(m_mostChanged);
     m_drillStatus = new QLabel(drill);
     m_drillStatus->setStyleSheet(QStringLiteral("color: gray"));
+    m_drillStatus->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     drillRow->addWidget(m_drillStatus, 1);
     drillLayout->addLayout(drillRow);
     m_strip = new AttentionStripWidget(drill);
@@ -674,6 +681,7 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     split->setStretchFactor(2, 2);
+    split->setSizes({260, 300, 200});
     layout->addWidget(split, 1);
 
     connect(m_runButton, &QPushButton::clicked, this, &OutputView::startRun);
@@ -1212,6 +1220,9 @@ int OutputView::configuration() const
 void OutputView::selectToken(int scored)
 {
     m_text->setSelected(scored);
+    const QRect box = m_text->scoredRect(scored);
+    if (!box.isEmpty())
+        m_scroll->ensureVisible(box.center().x(), box.center().y(), 20, box.height() * 3);
     probe();
 }
 
@@ -1325,6 +1336,7 @@ void OutputView::updateStatus()
     else
         t = QStringLiteral("What a quantized KV cache does to the model's next-token predictions: press Run.");
     m_status->setText(t);
+    m_status->setToolTip(t);
 }
 
 bool OutputView::exportShadedText(const QString& pdfPath, double widthInches, int firstChunk, int chunks, QString* error) const

@@ -9,6 +9,7 @@
 #include <QSignalBlocker>
 
 #include <algorithm>
+#include <cmath>
 
 namespace kvlens::widgets {
 
@@ -145,6 +146,17 @@ QString ResultView::schemeName(int index) const
 void ResultView::finishPlot()
 {
     m_plot->rescaleAxes();
+    // Room around the data: a marker at the extreme of an axis is drawn whole, not cut by the frame.
+    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
+        const QCPRange r = axis->range();
+        if (axis->scaleType() == QCPAxis::stLogarithmic) {
+            if (r.lower > 0.0)
+                axis->setRange(r.lower / 1.15, r.upper * 1.15);
+        } else {
+            const double pad = 0.04 * (r.size() > 0.0 ? r.size() : std::max(1.0, std::abs(r.center())));
+            axis->setRange(r.lower - pad, r.upper + pad);
+        }
+    }
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

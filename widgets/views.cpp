@@ -28,7 +28,7 @@ QStringList viewIds()
     return {QStringLiteral("shannon_phi"),     QStringLiteral("scatter_6d"), QStringLiteral("kl_distribution"),
             QStringLiteral("routing_recall"),  QStringLiteral("comparisons"), QStringLiteral("theory"),
             QStringLiteral("sweep"),           QStringLiteral("rate_distortion"), QStringLiteral("model_map"),
-            QStringLiteral("teaching"),        QStringLiteral("validation")};
+            QStringLiteral("output"),          QStringLiteral("teaching"),        QStringLiteral("validation")};
 }
 
 } // namespace kvlens::widgets

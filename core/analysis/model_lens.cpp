@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Model-lens tables over a model run's cells, and the allocation advisor's exact and Lagrangian fronts.
+#include "core/common/types.h"
 #include "core/stats/total_order.h"
 #include "core/analysis/model_lens.h"
 
@@ -23,7 +24,6 @@ namespace kvlens {
 
 namespace {
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kZ = 1.959963984540054; // the 97.5% normal quantile
 
 struct Mean {

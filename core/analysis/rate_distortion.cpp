@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Rate-distortion points: per-seed means, Student-t intervals over seeds, and the Pareto envelope.
+#include "core/common/types.h"
 #include "core/analysis/rate_distortion.h"
 
 #include "core/common/math_policy.h"
@@ -25,7 +26,6 @@ std::string_view damageMetricUnit(DamageMetric metric)
 
 namespace {
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 /// The mean over one trial's queries of the chosen per-query damage, in double; NaN when the
 /// trial has no query or any query's value is not finite.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Reading two run directories back and comparing them configuration by configuration, seed as the unit.
+#include "core/common/types.h"
 #include "core/analysis/run_compare.h"
 
 #include "core/common/format.h"
@@ -31,7 +32,6 @@ namespace kvlens {
 
 namespace {
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 Error inDir(const std::string& dir, const std::string& file, const Error& e)
 {

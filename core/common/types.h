@@ -5,8 +5,12 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <limits>
 
 namespace kvlens {
+
+/// A quiet NaN: "not measured" in tables and curves.
+inline constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 /// Token-major float matrix (one row per key, value or query vector), as GPU buffers store it.
 using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

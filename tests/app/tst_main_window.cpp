@@ -11,6 +11,8 @@
 #include "widgets/control_panel.h"
 #include "widgets/model_map_view.h"
 #include "widgets/output_view.h"
+#include "widgets/run_compare_view.h"
+#include "core/analysis/run_compare.h"
 #include "widgets/result_view.h"
 #include "widgets/validation_view.h"
 
@@ -573,6 +575,37 @@ private slots:
         QCOMPARE(v->strip()->attention()->head, 5);
         QCOMPARE(v->strip()->attention()->scored, 10);
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+    }
+
+    void twoFinishedRunsAreComparedInTheWindow()
+    {
+        // Two runs that differ in their budgets: the second is compared with the first as kvlens
+        // compare does it; the spec difference names exactly that field, the shared configurations
+        // are the same trials (identical rows), and n = 4 is only in B.
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(window.keptRuns().size(), 1);
+        QVERIFY(!window.compareWithKept(0)); // nothing to compare it with yet
+        ExperimentSpec wider = small();
+        wider.budgets = {2, 3, 4};
+        window.loadSpec(wider);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QCOMPARE(window.keptRuns().size(), 2);
+        QSignalSpy shown(&window, &app::MainWindow::comparisonShown);
+        QVERIFY(window.compareWithKept(0));
+        QVERIFY(shown.wait(60000));
+        QCOMPARE(shown.front().front().toString(), QString());
+        QCOMPARE(window.comparisonSpecDiff(), QStringLiteral("budgets: [2,3] → [2,3,4]"));
+        const RunComparison* c = window.runCompareView()->comparison();
+        QVERIFY(c);
+        QCOMPARE(c->sharedConfigurations, 3 * 2);
+        QCOMPARE(c->onlyB, 3);
+        QCOMPARE(c->onlyA, 0);
+        for (const RunCompareRow& row : c->rows)
+            if (row.status != RunRowStatus::OnlyInB)
+                QCOMPARE(row.status, RunRowStatus::Identical);
     }
 
     void presetsLoadAndValidate()

@@ -43,7 +43,6 @@ using kvlens::test::writeDump;
 
 namespace {
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::string data(const char* name)

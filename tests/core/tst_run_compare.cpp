@@ -328,9 +328,9 @@ private slots:
         // A trials.bin claiming more trials than the manifest is refused from its header.
         RunDirectory fewer = run;
         fewer.manifest.trials.pop_back();
-        writeRun(fewer, tmp.filePath("mismatch"));
-        QVERIFY(writeFileAtomic(tmp.filePath("mismatch/trials.bin").toStdString(),
-                                encodeTrials(run.manifest.specHash, run.results.trials, run.manifest.trials)));
+        // (The whole run is written, then the manifest replaced: encodeTrials takes one id per trial.)
+        writeRun(run, tmp.filePath("mismatch"));
+        QVERIFY(writeFileAtomic(tmp.filePath("mismatch/manifest.json").toStdString(), manifestToJson(fewer.manifest)));
         e = readRunDirectory(tmp.filePath("mismatch").toStdString());
         QVERIFY(!e);
     }

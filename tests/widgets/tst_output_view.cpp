@@ -257,6 +257,9 @@ void TestOutputView::configurationsAreCachedAcrossRuns()
     QCOMPARE(first->chunksScored, 2);
     QCOMPARE(first->configurations[0].tokens.size(), std::size_t{2 * 31});
     QVERIFY(first->configurations[0].summary.kld.mean > 0.0);
+    // The long status line after a run never widens the tab (it clips, the tooltip holds it all).
+    QVERIFY2(v.statusText().size() > 100, qPrintable(v.statusText()));
+    QVERIFY2(v.minimumSizeHint().width() <= 1000, qPrintable(QString::number(v.minimumSizeHint().width())));
 
     v.setSchemes(QStringLiteral("KV, KQV"));
     v.startRun();
