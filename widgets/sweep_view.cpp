@@ -154,7 +154,7 @@ void SweepView::redraw()
         for (std::size_t i = 0; i < axes.size(); ++i)
             if (static_cast<int>(i) != xAxisIndex)
                 names << axisLabel(QString::fromStdString(axes[i]->name()));
-        notes << QStringLiteral("each point: the mean over %1 (%2 values)").arg(names.join(QStringLiteral(", "))).arg(otherCombos.size());
+        notes << QStringLiteral("each point: the mean over %1 (%2 values), its bar the mean of their intervals").arg(names.join(QStringLiteral(", "))).arg(otherCombos.size());
     }
     if (!xIsBudget && budgetFilter == 0 && schemesSeen.size() * spec.budgets.size() > kMaxLines && !spec.budgets.empty()) {
         budgetFilter = spec.budgets[spec.budgets.size() / 2];
