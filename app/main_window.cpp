@@ -9,6 +9,7 @@
 #include "widgets/output_view.h"
 #include "widgets/run_compare_view.h"
 #include "core/analysis/run_compare.h"
+#include "core/analysis/run_overlay.h"
 #include "core/experiment/shard.h"
 #include "widgets/teaching_view.h"
 #include "core/io/atomic_file.h"
@@ -282,6 +283,8 @@ void MainWindow::buildMenus()
     run->addSeparator();
     m_runsMenu = run->addMenu(QStringLiteral("Compare the current run &with"));
     m_runsMenu->setToolTipsVisible(true);
+    m_overlayMenu = run->addMenu(QStringLiteral("&Overlay the current run with"));
+    m_overlayMenu->setToolTipsVisible(true);
     rebuildRunsMenu();
     QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
     help->addAction(QStringLiteral("&About KVLens"), this, [this] {
@@ -401,6 +404,7 @@ void MainWindow::startRun()
     }
     // Starting a job cancels the running request; the worker drops stale ones.
     const quint64 requestId = m_jobs.start();
+    m_overlayJobs.start(); // an overlay still merging is dropped: the new run's data belong in the views
     m_running = true;
     m_controls->setRunning(true);
     m_progress->setRange(0, static_cast<int>(std::min<long long>(spec->trialCount(), 1 << 30)));
@@ -839,23 +843,76 @@ QStringList MainWindow::keptRuns() const
 
 void MainWindow::rebuildRunsMenu()
 {
-    if (!m_runsMenu)
-        return;
-    m_runsMenu->clear();
-    // Every kept run but the newest (the current one) can be run A.
-    const int candidates = static_cast<int>(m_kept.size()) - 1;
-    if (candidates <= 0) {
-        QAction* none = m_runsMenu->addAction(QStringLiteral("(finish two runs: each finished run is kept here)"));
-        none->setEnabled(false);
-        return;
+    for (QMenu* menu : {m_runsMenu, m_overlayMenu}) {
+        if (!menu)
+            continue;
+        menu->clear();
+        // Every kept run but the newest (the current one) can be run A.
+        const int candidates = static_cast<int>(m_kept.size()) - 1;
+        if (candidates <= 0) {
+            QAction* none = menu->addAction(QStringLiteral("(finish two runs: each finished run is kept here)"));
+            none->setEnabled(false);
+            continue;
+        }
+        const bool overlay = menu == m_overlayMenu;
+        for (int i = candidates - 1; i >= 0; --i) {
+            QAction* a = menu->addAction(m_kept[static_cast<std::size_t>(i)].name + QStringLiteral(" · ")
+                                         + m_kept[static_cast<std::size_t>(i)].time);
+            a->setToolTip(overlay ? QStringLiteral("Run A: this run; run B: the current one. Every view draws both, "
+                                                   "their series named A/scheme and B/scheme.")
+                                  : QStringLiteral("Run A: this run; run B: the current one. The seed-level test per "
+                                                   "scheme and budget, as kvlens compare writes it."));
+            if (overlay)
+                connect(a, &QAction::triggered, this, [this, i] { overlayWithKept(i); });
+            else
+                connect(a, &QAction::triggered, this, [this, i] { compareWithKept(i); });
+        }
     }
-    for (int i = candidates - 1; i >= 0; --i) {
-        QAction* a = m_runsMenu->addAction(m_kept[static_cast<std::size_t>(i)].name + QStringLiteral(" · ")
-                                           + m_kept[static_cast<std::size_t>(i)].time);
-        a->setToolTip(QStringLiteral("Run A: this run; run B: the current one. The seed-level test per scheme and "
-                                     "budget, as kvlens compare writes it."));
-        connect(a, &QAction::triggered, this, [this, i] { compareWithKept(i); });
-    }
+}
+
+bool MainWindow::overlayWithKept(int index)
+{
+    if (index < 0 || index + 1 >= static_cast<int>(m_kept.size()))
+        return false;
+    const KeptRun a = m_kept[static_cast<std::size_t>(index)];
+    const KeptRun b = m_kept.back();
+    const quint64 id = m_overlayJobs.start();
+    struct Outcome {
+        quint64 request = 0;
+        widgets::ViewData data;
+        QString error;
+    };
+    setMessage(QStringLiteral("overlaying A (%1) and B (%2)…").arg(a.time, b.time), false);
+    auto* watcher = new QFutureWatcher<Outcome>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, a, b] {
+        const Outcome outcome = watcher->result();
+        watcher->deleteLater();
+        if (!m_overlayJobs.accept(outcome.request))
+            return;
+        if (!outcome.error.isEmpty()) {
+            setMessage(QStringLiteral("cannot overlay: ") + outcome.error, true);
+            emit overlayShown(outcome.error);
+            return;
+        }
+        showData(outcome.data);
+        setMessage(QStringLiteral("overlay: A = %1 (%2), B = %3 (%4); series are named A/scheme and B/scheme; the "
+                                  "next run leaves the overlay")
+                       .arg(a.name, a.time, b.name, b.time),
+                   false);
+        emit overlayShown(QString());
+    });
+    watcher->setFuture(QtConcurrent::run([id, a, b] {
+        Outcome out;
+        out.request = id;
+        auto merged = overlayRuns({{"A", a.results.get()}, {"B", b.results.get()}});
+        if (!merged) {
+            out.error = QString::fromStdString(merged.error().text());
+            return out;
+        }
+        out.data = widgets::makeViewData(std::make_shared<const ResultSet>(std::move(*merged)), false);
+        return out;
+    }));
+    return true;
 }
 
 bool MainWindow::compareWithKept(int index)

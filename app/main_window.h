@@ -77,6 +77,11 @@ public:
     /// `kvlens compare` does (seed-level tests, the spec difference), and shows the forest plot
     /// of B against A in the Run comparison window. False when there is no such pair.
     bool compareWithKept(int index);
+    /// Overlays kept run `index` (A) and the newest finished run (B) in every view: one run whose
+    /// schemes are A's and B's, named "A/scheme" and "B/scheme" (core/analysis/run_overlay.h),
+    /// merged off the GUI thread. Refused (overlayShown with the reason) when the runs differ in
+    /// the grid or the data. False when there is no such pair. The next run leaves the overlay.
+    bool overlayWithKept(int index);
     /// The Run comparison window's view (null before the first comparison).
     widgets::RunCompareView* runCompareView() const { return m_compareView; }
     /// The spec difference of the comparison shown ("budgets: [2, 3] → [2, 3, 4]" per line).
@@ -115,6 +120,8 @@ signals:
     void requestValidation(quint64 id, const kvlens::ExperimentSpec& spec);
     /// A run comparison is drawn (or failed: `error` non-empty).
     void comparisonShown(const QString& error);
+    /// An overlay of two runs is drawn in every view (or refused: `error` non-empty).
+    void overlayShown(const QString& error);
     /// A validation finished (or failed: `error` non-empty).
     void validationFinished(quint64 id, const QString& error);
 
@@ -158,6 +165,8 @@ private:
     };
     std::vector<KeptRun> m_kept;
     QMenu* m_runsMenu = nullptr;
+    QMenu* m_overlayMenu = nullptr;
+    widgets::JobTracker m_overlayJobs;
     QWidget* m_compareWindow = nullptr;
     widgets::RunCompareView* m_compareView = nullptr;
     QLabel* m_compareLabel = nullptr;

@@ -39,6 +39,14 @@ using namespace kvlens;
 
 namespace {
 
+widgets::ResultView* viewById(const app::MainWindow& window, const QString& id)
+{
+    for (widgets::ResultView* v : window.views())
+        if (v->viewId() == id)
+            return v;
+    return nullptr;
+}
+
 ExperimentSpec small(int seeds = 2)
 {
     auto spec = specFromJson(R"({"d": 32, "tokens": 128, "queries": 8, "budgets": [2, 3],
@@ -606,6 +614,53 @@ private slots:
         for (const RunCompareRow& row : c->rows)
             if (row.status != RunRowStatus::OnlyInB)
                 QCOMPARE(row.status, RunRowStatus::Identical);
+    }
+
+    void twoRunsAreOverlaidInEveryView()
+    {
+        // A: KV, KQV, QKQV on seeds 1-2; B: KV and TQ-KV on seeds 5-6, the same grid. The overlay
+        // draws both runs' schemes on the same axes, named run/scheme; a run of another grid is refused.
+        app::MainWindow window(false);
+        QSignalSpy finished(&window, &app::MainWindow::runFinished);
+        window.loadSpec(small());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(!window.overlayWithKept(0)); // one run: nothing to overlay it with
+        ExperimentSpec b = small();
+        b.schemes = {*findScheme("KV"), *findScheme("TQ-KV")};
+        b.firstSeed = 5;
+        window.loadSpec(b);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QSignalSpy shown(&window, &app::MainWindow::overlayShown);
+        QVERIFY(window.overlayWithKept(0));
+        QVERIFY(shown.wait(60000));
+        QCOMPARE(shown.front().front().toString(), QString());
+        auto* kl = viewById(window, QStringLiteral("kl_distribution"));
+        QVERIFY(kl);
+        const ResultSet& r = *kl->data().results;
+        QStringList schemes;
+        for (const SchemeConfig& c : r.schemes)
+            schemes << QString::fromStdString(c.name);
+        QCOMPARE(schemes, QStringList({"A/KV", "A/KQV", "A/QKQV", "B/KV", "B/TQ-KV"}));
+        QCOMPARE(r.trials.size(), std::size_t((3 + 2) * 2 * 2));
+        // The KL view draws a series of each run's KV: the same axes, named by run.
+        QStringList drawn;
+        for (int i = 0; i < kl->plot()->plottableCount(); ++i)
+            drawn << kl->plot()->plottable(i)->name();
+        const QString all = drawn.join(QStringLiteral(" | "));
+        for (const char* name : {"A/KV", "B/KV", "B/TQ-KV", "A/QKQV"})
+            QVERIFY2(all.contains(QLatin1String(name)), qPrintable(all));
+        QVERIFY(window.messageText().contains(QStringLiteral("overlay")));
+        // A run over other budgets: refused, naming the field; the views keep what they showed.
+        ExperimentSpec wider = small();
+        wider.budgets = {2, 3, 4};
+        window.loadSpec(wider);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 60000);
+        shown.clear();
+        QVERIFY(window.overlayWithKept(1)); // B against the wider run
+        QVERIFY(shown.wait(60000));
+        QVERIFY2(shown.front().front().toString().startsWith(QStringLiteral("budgets")),
+                 qPrintable(shown.front().front().toString()));
+        QCOMPARE(kl->data().results->schemes.size(), std::size_t(3));
     }
 
     void presetsLoadAndValidate()

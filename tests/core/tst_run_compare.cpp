@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Comparing two runs: the spec diff, pairing by seed, the tests against independent computations, refusals.
 #include "core/analysis/run_compare.h"
+#include "core/analysis/run_overlay.h"
 #include "core/io/atomic_file.h"
 #include "core/spec/spec_json.h"
 #include "common/approx.h"
@@ -291,6 +292,8 @@ private slots:
                  c.error().message.c_str());
     }
 
+    void overlayKeepsEveryRunsTrialsUnderItsName();
+    void overlayRefusesRunsOfAnotherGrid();
     void readsOnlyFinishedWholeRuns()
     {
         QTemporaryDir tmp;
@@ -335,6 +338,68 @@ private slots:
         QVERIFY(!e);
     }
 };
+
+void TestRunCompare::overlayKeepsEveryRunsTrialsUnderItsName()
+{
+    // B: other schemes (KV shared, TQ-KV new) and other seeds; the grid and the data law are A's.
+    const std::string b = withField(withField(kBase, R"("schemes": ["KV", "QKQV"])", R"("schemes": ["KV", "TQ-KV"])"),
+                                    R"("first": 1)", R"("first": 9)");
+    const RunDirectory ra = runOf(kBase, "a"), rb = runOf(b.c_str(), "b");
+    const auto o = overlayRuns({{"A", &ra.results}, {"B", &rb.results}});
+    QVERIFY2(o, o ? "" : o.error().text().c_str());
+    QCOMPARE(o->schemes.size(), std::size_t{4});
+    const char* names[] = {"A/KV", "A/QKQV", "B/KV", "B/TQ-KV"};
+    for (std::size_t i = 0; i < 4; ++i) {
+        QCOMPARE(QString::fromStdString(o->schemes[i].name), QString::fromLatin1(names[i]));
+        QCOMPARE(QString::fromStdString(o->spec.schemes[i].name), QString::fromLatin1(names[i]));
+    }
+    QCOMPARE(o->trials.size(), ra.results.trials.size() + rb.results.trials.size());
+    QCOMPARE(o->totalTrials, ra.results.totalTrials + rb.results.totalTrials);
+    // Every cell's numbers are its own run's, bit for bit: B's TQ-KV and A's QKQV at both budgets.
+    for (int budget : {2, 3}) {
+        QCOMPARE(meanKl(*o, "B/TQ-KV", budget), meanKl(rb.results, "TQ-KV", budget));
+        QCOMPARE(meanKl(*o, "A/QKQV", budget), meanKl(ra.results, "QKQV", budget));
+        QVERIFY(meanKl(*o, "A/KV", budget) != meanKl(*o, "B/KV", budget)); // other seeds, other draws
+    }
+    const TrialResult* t = o->find(0, 2, 3, 5); // B/KV, n = 3, seed slot 5
+    QVERIFY(t);
+    QCOMPARE(t->key.seed, std::uint64_t{9 + 5});
+    QVERIFY(t->kl == rb.results.find(0, 0, 3, 5)->kl);
+    // The comparisons an overlay offers: each of A's schemes against B's of the same name.
+    QCOMPARE(o->spec.comparisons.pairs.size(), std::size_t{1});
+    QCOMPARE(QString::fromStdString(o->spec.comparisons.pairs[0].first), QStringLiteral("A/KV"));
+    QCOMPARE(QString::fromStdString(o->spec.comparisons.pairs[0].second), QStringLiteral("B/KV"));
+    // The merged spec is a valid spec: it reads back as itself.
+    const auto back = specFromJson(specToJson(o->spec));
+    QVERIFY2(back, back ? "" : back.error().text().c_str());
+    QCOMPARE(back->schemes.size(), std::size_t{4});
+}
+
+void TestRunCompare::overlayRefusesRunsOfAnotherGrid()
+{
+    const RunDirectory ra = runOf(kBase, "a");
+    struct Case {
+        const char* from;
+        const char* to;
+        const char* field;
+    };
+    const Case cases[] = {{R"("budgets": [2, 3])", R"("budgets": [2, 3, 4])", "budgets"},
+                          {R"("d": 16)", R"("d": 32)", "d"},
+                          {R"("count": 8)", R"("count": 4)", "seeds.count"},
+                          {R"("tokens": 64)", R"("tokens": 64, "score_scale": 2)", "score_scale"}};
+    for (const Case& c : cases) {
+        const RunDirectory rb = runOf(withField(kBase, c.from, c.to).c_str(), "b");
+        const auto o = overlayRuns({{"A", &ra.results}, {"B", &rb.results}});
+        QVERIFY2(!o, c.field);
+        QVERIFY2(o.error().field.rfind(c.field, 0) == 0, o.error().text().c_str());
+        QVERIFY2(QString::fromStdString(o.error().message).contains("Compare"), o.error().text().c_str());
+    }
+    // Two runs, distinct names.
+    QVERIFY(!overlayRuns({{"A", &ra.results}}));
+    const auto same = overlayRuns({{"A", &ra.results}, {"A", &ra.results}});
+    QVERIFY(!same);
+    QCOMPARE(QString::fromStdString(same.error().field), QStringLiteral("runs[1].name"));
+}
 
 QTEST_APPLESS_MAIN(TestRunCompare)
 #include "tst_run_compare.moc"
