@@ -173,8 +173,15 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
     centralLayout->addWidget(m_tabs, 1);
     setCentralWidget(central);
     for (widgets::ResultView* v : m_views)
-        if (auto* map = qobject_cast<widgets::ModelMapView*>(v))
+        if (auto* map = qobject_cast<widgets::ModelMapView*>(v)) {
             connect(map, &widgets::ModelMapView::cellActivated, this, &MainWindow::studyModelCell);
+            // The Output tab's finished run is the map's end-to-end truth (attribution beside it, the
+            // measure that predicts it named); a cancelled run's partial chunks are not.
+            connect(m_output, &widgets::OutputView::runFinished, map, [this, map](const QString& error, bool cancelled) {
+                if (error.isEmpty() && !cancelled)
+                    map->setEvaluation(m_output->modelRun().result);
+            });
+        }
 
     m_status = new QLabel(this);
     m_message = new QLabel(this);

@@ -7,7 +7,12 @@
 #include <QSplitter>
 
 #include <QComboBox>
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QLabel>
 #include <QSignalBlocker>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <cmath>
 #include <limits>
@@ -61,6 +66,36 @@ QCPColorGradient diverging()
     return g;
 }
 
+/// A map measure's name in words (eval::OutputVsAttention::measure).
+QString measureLabel(const std::string& measure)
+{
+    static const std::map<std::string, const char*> labels = {{"kl_mean", "mean KL"},
+                                                              {"rel_mse_t", "output relative error"},
+                                                              {"fisher", "Fisher score error"},
+                                                              {"score_err_var", "score-error variance"},
+                                                              {"entropy", "attention entropy"}};
+    const auto it = labels.find(measure);
+    return it != labels.end() ? QString::fromLatin1(it->second) : QString::fromStdString(measure);
+}
+
+/// The row of `level` with the highest finite rho, or null.
+const eval::OutputVsAttention* bestRow(const std::vector<eval::OutputVsAttention>& rows, const std::string& level)
+{
+    const eval::OutputVsAttention* best = nullptr;
+    for (const eval::OutputVsAttention& r : rows)
+        if (r.level == level && std::isfinite(r.rho) && (!best || r.rho > best->rho))
+            best = &r;
+    return best;
+}
+
+QString rhoText(const eval::OutputVsAttention& r)
+{
+    QString t = QStringLiteral("ρ = %1").arg(r.rho, 0, 'f', 2);
+    if (std::isfinite(r.low))
+        t += QStringLiteral(" [%1, %2]").arg(r.low, 0, 'f', 2).arg(r.high, 0, 'f', 2);
+    return t;
+}
+
 } // namespace
 
 ModelMapView::ModelMapView(QWidget* parent) : ResultView(parent)
@@ -91,6 +126,14 @@ ModelMapView::ModelMapView(QWidget* parent) : ResultView(parent)
     split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
     m_layout->addWidget(split, 1);
+    m_predicts = new QLabel(this);
+    m_predicts->setWordWrap(true);
+    m_predicts->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_predicts->setToolTip(QStringLiteral("Spearman rho over the map's cells between each attention-level measure and the "
+                                          "KLD of the model's next token when only that layer is quantized (the Output "
+                                          "tab's attribution), with a 95% bootstrap interval over cells."));
+    m_predicts->hide();
+    m_layout->addWidget(m_predicts);
     setToolTip(viewDescription());
     m_plot->setHoverProvider([this](const QPointF& pos) {
         int layer = 0, head = 0;
@@ -215,6 +258,203 @@ QString ModelMapView::cellText(int layer, int head) const
     return text + QStringLiteral("\nclick: study this head in every view");
 }
 
+void ModelMapView::setEvaluation(std::shared_ptr<const eval::EvalResult> evaluation)
+{
+    m_eval = std::move(evaluation);
+    redraw();
+}
+
+void ModelMapView::judge()
+{
+    m_judgeNote.clear();
+    const std::shared_ptr<const ResultSet> map = m_mapData.modelMap && !m_mapData.modelMap->empty() ? m_mapData.results : nullptr;
+    if (!m_eval || !map || m_scheme->count() == 0) {
+        m_judgeKey.clear();
+        m_rows.clear();
+        return;
+    }
+    const std::string scheme = m_scheme->currentText().toStdString();
+    if (m_eval->layers != m_layers) {
+        m_judgeNote = QStringLiteral("The Output tab's run is of a model with %1 layers; this map has %2: no end-to-end "
+                                     "judgement.")
+                          .arg(m_eval->layers)
+                          .arg(m_layers);
+        m_rows.clear();
+        m_judgeKey.clear();
+        return;
+    }
+    bool attributed = false;
+    for (const eval::AttributionRow& a : m_eval->attribution)
+        attributed = attributed || m_eval->configurations[static_cast<std::size_t>(a.configuration)].name == scheme;
+    if (!attributed) {
+        m_judgeNote = QStringLiteral("The Output tab's run has no per-layer attribution of %1: add %1 to its schemes "
+                                     "(with attribution layers) to judge this map against the output.")
+                          .arg(QString::fromStdString(scheme));
+        m_rows.clear();
+        m_judgeKey.clear();
+        return;
+    }
+    const QString key = QStringLiteral("%1/%2/%3")
+                            .arg(reinterpret_cast<quintptr>(map.get()))
+                            .arg(reinterpret_cast<quintptr>(m_eval.get()))
+                            .arg(QString::fromStdString(scheme));
+    if (key == m_judgeKey)
+        return;
+    m_judgeKey = key;
+    m_rows.clear();
+    const quint64 id = m_judgeJobs.start();
+    using Rows = std::vector<eval::OutputVsAttention>;
+    auto* watcher = new QFutureWatcher<Rows>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, id, key] {
+        const Rows rows = watcher->result();
+        watcher->deleteLater();
+        if (!m_judgeJobs.accept(id) || key != m_judgeKey)
+            return;
+        m_rows = rows;
+        redraw(); // the footnote and the line under the map
+    });
+    const std::shared_ptr<const eval::EvalResult> evaluation = m_eval;
+    // The seed of reproduce's map judgement (output_vs_attention.csv) is its claims seed + 80; the
+    // window's is fixed, 1000 resamples.
+    watcher->setFuture(QtConcurrent::run([map, evaluation, scheme] {
+        return eval::outputVsAttention(*map, *evaluation, scheme, 81, 1000);
+    }));
+}
+
+QString ModelMapView::predictsText() const
+{
+    if (!m_eval)
+        return {};
+    if (!m_judgeNote.isEmpty())
+        return m_judgeNote;
+    if (m_judgeKey.isEmpty())
+        return {};
+    if (m_rows.empty())
+        return judging() ? QStringLiteral("Judging the map against the Output tab's end-to-end attribution…")
+                         : QStringLiteral("The map and the Output tab's attribution of %1 share fewer than 3 cells: "
+                                          "no judgement.")
+                               .arg(m_scheme->currentText());
+    QString text;
+    for (const char* level : {"layer", "head"}) {
+        const eval::OutputVsAttention* best = bestRow(m_rows, level);
+        if (!best)
+            continue;
+        QStringList others;
+        for (const eval::OutputVsAttention& r : m_rows)
+            if (r.level == level && &r != best)
+                others << QStringLiteral("%1 %2").arg(measureLabel(r.measure)).arg(r.rho, 0, 'f', 2);
+        text += QStringLiteral("%1<b>%2</b> predicts the output best per %3 (%4, %5 cells)%6. ")
+                    .arg(text.isEmpty() ? QString() : QStringLiteral("Per KV head: "))
+                    .arg(measureLabel(best->measure), level == std::string("layer") ? QStringLiteral("layer")
+                                                                                    : QStringLiteral("KV head"),
+                         rhoText(*best))
+                    .arg(best->cells)
+                    .arg(others.isEmpty() ? QString() : QStringLiteral("; then ") + others.join(QStringLiteral(", ")));
+    }
+    return QStringLiteral("Against the end-to-end KLD of %1 (Output tab, only one layer quantized): %2")
+        .arg(m_scheme->currentText().toHtmlEscaped(), text.trimmed());
+}
+
+void ModelMapView::beginPrint(double widthInches)
+{
+    m_narrowPrint = widthInches < 5.0;
+    redraw();
+}
+
+void ModelMapView::endPrint()
+{
+    m_narrowPrint = false;
+    redraw();
+}
+
+bool ModelMapView::waitUntilDrawn(int timeoutMs)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (judging() && clock.elapsed() < timeoutMs)
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    return !judging();
+}
+
+int ModelMapView::drawAttribution(QCPLayoutGrid* row, QCPAxisRect* mapRect, QCPMarginGroup* margins, int budget)
+{
+    if (!m_eval || m_eval->layers != m_layers || m_narrowPrint)
+        return 0;
+    const std::string scheme = m_scheme->currentText().toStdString();
+    struct Path {
+        eval::AttributionPath path;
+        const char* name;
+        QColor colour;
+        QCPScatterStyle::ScatterShape shape;
+        double offset;
+    };
+    const Path paths[] = {{eval::AttributionPath::K, "K", QColor(0xd9, 0x5f, 0x02), QCPScatterStyle::ssCircle, -0.22},
+                          {eval::AttributionPath::V, "V", QColor(0x1b, 0x9e, 0x77), QCPScatterStyle::ssSquare, 0.0},
+                          {eval::AttributionPath::Both, "both", QColor(0x75, 0x70, 0xb3), QCPScatterStyle::ssDiamond, 0.22}};
+    std::vector<const eval::AttributionRow*> rows;
+    for (const eval::AttributionRow& a : m_eval->attribution) {
+        const eval::ConfigurationResult& c = m_eval->configurations[static_cast<std::size_t>(a.configuration)];
+        if (c.name == scheme && c.budget == budget && c.seedIndex == 0 && a.kvHead < 0 && a.kld.mean > 0.0
+            && std::isfinite(a.kld.mean))
+            rows.push_back(&a);
+    }
+    if (rows.empty())
+        return 0;
+    auto* rect = new QCPAxisRect(m_plot);
+    row->addElement(0, 2, rect);
+    QCPAxis* layerAxis = rect->axis(QCPAxis::atLeft);
+    QCPAxis* kldAxis = rect->axis(QCPAxis::atBottom);
+    layerAxis->setRange(-0.5, m_layers - 0.5);
+    layerAxis->setRangeReversed(true);
+    layerAxis->setTicker(mapRect->axis(QCPAxis::atLeft)->ticker());
+    layerAxis->setTickLabels(false); // the map's layer labels, on the same rows
+    layerAxis->setSubTicks(false);
+    layerAxis->grid()->setZeroLinePen(Qt::NoPen);
+    PlotWidget::setLogAxis(kldAxis);
+    kldAxis->setLabel(QStringLiteral("output KLD\n(nats)"));
+    double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+    auto* legend = new QCPLegend;
+    rect->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
+    legend->setLayer(QStringLiteral("legend"));
+    int drawn = 0;
+    for (const Path& p : paths) {
+        auto* g = new QCPGraph(layerAxis, kldAxis);
+        g->setName(QString::fromLatin1(p.name));
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setPen(QPen(p.colour, 1.2));
+        g->setScatterStyle(QCPScatterStyle(p.shape, p.colour, p.colour, 5));
+        auto* bars = new QCPErrorBars(layerAxis, kldAxis);
+        bars->setPen(QPen(p.colour, 1.0));
+        bars->removeFromLegend();
+        QVector<double> keys, values, minus, plus;
+        for (const eval::AttributionRow* a : rows) {
+            if (a->path != p.path)
+                continue;
+            const double low = std::max(a->kldLow, a->kld.mean * 1e-3); // a log axis has no place for <= 0
+            keys << a->layer + p.offset;
+            values << a->kld.mean;
+            minus << a->kld.mean - low;
+            plus << std::max(0.0, a->kldHigh - a->kld.mean);
+            lo = std::min(lo, low);
+            hi = std::max(hi, std::max(a->kldHigh, a->kld.mean));
+        }
+        g->setData(keys, values, true);
+        bars->setDataPlottable(g);
+        bars->setData(minus, plus);
+        if (!keys.isEmpty())
+            legend->addItem(new QCPPlottableLegendItem(legend, g));
+        drawn += static_cast<int>(keys.size());
+    }
+    // Room on the right, above every point, for the legend in the top corner.
+    if (std::isfinite(lo))
+        kldAxis->setRange(lo / 1.5, hi * 12.0);
+    PlotWidget::tuneLogAxis(kldAxis);
+    rect->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+    row->setColumnStretchFactor(0, 2.5);
+    row->setColumnStretchFactor(2, 1.3);
+    return drawn;
+}
+
 QString ModelMapView::emptyText() const
 {
     return QString(); // the map draws its own note (what to open) inside the plot
@@ -226,6 +466,7 @@ void ModelMapView::redraw()
     m_plot->legend->setVisible(false);
     m_map = nullptr;
     m_layers = m_heads = 0;
+    m_attributionPoints = 0;
     m_values.clear();
     // A run of one cell of the model already mapped keeps the map (and marks the cell); any other
     // run replaces it.
@@ -255,6 +496,8 @@ void ModelMapView::redraw()
         m_plot->xAxis->setVisible(false);
         m_plot->yAxis->setVisible(false);
         m_plot->replot();
+        judge();
+        m_predicts->hide();
         return;
     }
     const ResultSet& r = *shown.results;
@@ -307,6 +550,12 @@ void ModelMapView::redraw()
     }
 
     auto* rect = m_plot->axisRect();
+    // The map, its colour scale and (with an evaluation) the attribution on the map's layer axis
+    // share one row of their own, so the footnotes under them span the whole width.
+    auto* top = new QCPLayoutGrid;
+    m_plot->plotLayout()->take(rect); // leaves its cell (0, 0) empty
+    m_plot->plotLayout()->addElement(0, 0, top);
+    top->addElement(0, 0, rect);
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
     m_map->data()->setSize(m_heads, m_layers);
     m_map->data()->setRange(QCPRange(0, m_heads - 1), QCPRange(0, m_layers - 1));
@@ -339,7 +588,7 @@ void ModelMapView::redraw()
     m_map->setInterpolate(false);
     m_map->setName(QString::fromStdString(r.schemes[static_cast<std::size_t>(scheme)].name));
     auto* scale = new QCPColorScale(m_plot);
-    m_plot->plotLayout()->addElement(0, 1, scale);
+    top->addElement(0, 1, scale);
     scale->setType(QCPAxis::atRight);
     m_map->setColorScale(scale);
     if (difference) {
@@ -418,6 +667,16 @@ void ModelMapView::redraw()
         legend->addItem(new QCPPlottableLegendItem(legend, k));
         legend->addItem(new QCPPlottableLegendItem(legend, v));
     }
+    m_attributionPoints = drawAttribution(top, rect, margins, budget);
+    judge();
+    if (const eval::OutputVsAttention* best = bestRow(m_rows, "layer"))
+        m_plot->addFootnote(
+            (m_attributionPoints > 0 ? QStringLiteral("Right: the next token's KLD with one layer's K, V or both quantized "
+                                                      "(95% intervals); %1 predicts it best per layer, %2, %3 cells")
+                                     : QStringLiteral("Output tab, one layer quantized (drawn at 7 in): %1 "
+                                                      "predicts it best per layer, %2, %3 cells"))
+                .arg(measureLabel(best->measure), rhoText(*best))
+                .arg(best->cells));
     if (blank > 0)
         m_plot->addFootnote(zeros == blank
                                 ? QStringLiteral("%1 of %2 cells uncoloured: %3 = 0 exactly there (no place on a log scale)")
@@ -430,6 +689,9 @@ void ModelMapView::redraw()
     // One style for everything drawn (the sensitivity panel's legend too), live and in exports.
     m_plot->applyPaperStyle(m_plot->font().pointSizeF());
     m_plot->replot();
+    const QString predicts = predictsText();
+    m_predicts->setText(predicts);
+    m_predicts->setVisible(!predicts.isEmpty());
 }
 
 } // namespace kvlens::widgets

@@ -2,9 +2,13 @@
 // Model map view: a whole model's damage as a layers x heads heatmap, and the K-vs-V sensitivity per layer.
 #pragma once
 
+#include "core/analysis/eval_analysis.h"
+#include "widgets/job_tracker.h"
+
 #include "widgets/result_view.h"
 
 class QComboBox;
+class QLabel;
 class QCPColorMap;
 
 namespace kvlens::widgets {
@@ -36,7 +40,16 @@ public:
     QString noFigureReason() const override;
     /// Taller than the default at a single column: the colour bar's label runs along the map's
     /// height, and the sensitivity panel needs its own.
-    double printAspect(double widthInches) const override { return widthInches < 5.0 ? 1.25 : 0.75; }
+    double printAspect(double widthInches) const override
+    {
+        return widthInches < 5.0 ? (m_eval ? 1.4 : 1.25) : 0.75; // the judgement's footnote needs its lines
+    }
+    /// At a single column the end-to-end attribution is left out (a footnote says so): beside the
+    /// map and its colour bar it would squeeze all three below legibility.
+    void beginPrint(double widthInches) override;
+    void endPrint() override;
+    /// Waits for the judgement against the output (its footnote is part of the figure).
+    bool waitUntilDrawn(int timeoutMs = 30000) override;
     /// The metrics offered (map metric names, model_lens.h).
     static QStringList metricKeys();
     /// The value of the current map at (layer, head), NaN if none.
@@ -45,6 +58,21 @@ public:
     const ViewData& mapData() const { return m_mapData; }
     /// The advisor panel beside the map (fed the map's run).
     AdvisorPanel* advisor() const { return m_advisor; }
+    /// The end-to-end truth beside the map: an evaluation of the same model (the Output tab's run)
+    /// with per-layer attribution. Drawn beside the heatmap on its layer axis (KLD with only that
+    /// layer's K, V or both quantized, 95% intervals) for the map's scheme and budget, and judged:
+    /// the attention-level measure whose Spearman rho with the attribution is highest is named
+    /// (eval::outputVsAttention, computed off the GUI thread). Ignored (and said so) when the
+    /// evaluation has another layer count. Null clears it.
+    void setEvaluation(std::shared_ptr<const eval::EvalResult> evaluation);
+    /// Attribution points drawn beside the map (0 when none).
+    int attributionPoints() const { return m_attributionPoints; }
+    /// The rows of the map judged against the evaluation for the map's scheme (empty until computed).
+    const std::vector<eval::OutputVsAttention>& outputRows() const { return m_rows; }
+    /// The verdict line under the map ("…: score-error variance predicts the output best, rho = …").
+    QString predictsText() const;
+    /// True while the judgement is being computed.
+    bool judging() const { return !m_judgeJobs.settled(); }
     /// Acts as a click on the cell (tests).
     void activateCell(int layer, int head);
     /// The read-out of a cell (what hovering shows).
@@ -62,6 +90,10 @@ protected:
 
 private:
     bool cellAt(const QPoint& pos, int& layer, int& head) const;
+    /// Starts the judgement for the current scheme when its inputs changed.
+    void judge();
+    /// Draws the attribution beside the map (same layer axis); returns the points drawn.
+    int drawAttribution(QCPLayoutGrid* row, QCPAxisRect* mapRect, QCPMarginGroup* margins, int budget);
 
     AdvisorPanel* m_advisor = nullptr;
     QComboBox* m_metric = nullptr;
@@ -73,6 +105,14 @@ private:
     int m_selectedLayer = -1, m_selectedHead = -1;
     int m_layers = 0, m_heads = 0;
     std::vector<double> m_values; ///< layer-major, what the map draws
+    std::shared_ptr<const eval::EvalResult> m_eval;
+    QLabel* m_predicts = nullptr;
+    std::vector<eval::OutputVsAttention> m_rows;
+    QString m_judgeKey;     ///< the inputs m_rows (or the job running) belong to
+    QString m_judgeNote;    ///< why there is no judgement (empty when there is one or no evaluation)
+    JobTracker m_judgeJobs;
+    int m_attributionPoints = 0;
+    bool m_narrowPrint = false;
 };
 
 } // namespace kvlens::widgets

@@ -13,6 +13,7 @@
 #include "widgets/output_view.h"
 #include "widgets/run_compare_view.h"
 #include "core/analysis/run_compare.h"
+#include "core/analysis/eval_analysis.h"
 #include "widgets/result_view.h"
 #include "widgets/validation_view.h"
 
@@ -471,7 +472,7 @@ private slots:
             map->plot()->replot();
             QSignalSpy hovered(map->plot(), &widgets::PlotWidget::hovered);
             const QPoint at = map->cellCenter(1, 3);
-            QVERIFY(map->plot()->axisRect()->rect().contains(at));
+            QVERIFY(map->plot()->xAxis->axisRect()->rect().contains(at));
             QVERIFY(at.x() >= 0);
             QMouseEvent move(QEvent::MouseMove, QPointF(at), map->plot()->mapToGlobal(QPointF(at)), Qt::NoButton,
                              Qt::NoButton, Qt::NoModifier);
@@ -566,7 +567,7 @@ private slots:
         const std::string dump = std::string(KVLENS_EXAMPLES_DIR) + "/tiny_lm_kv.safetensors";
         auto spec = specFromJson(R"({"regime": {"name": "model", "file": ")" + dump + R"(", "layers": "all",
             "heads": "all", "query_start": 448}, "d": 32, "tokens": 512, "queries": 16,
-            "schemes": ["K-only"], "budgets": [2], "seeds": {"count": 1},
+            "schemes": ["KV"], "budgets": [2], "seeds": {"count": 1},
             "comparisons": {"bootstrap": 100, "permutations": 49}})");
         QVERIFY(spec.ok());
         QSignalSpy finished(&window, &app::MainWindow::runFinished);
@@ -577,6 +578,35 @@ private slots:
             if (auto* m = qobject_cast<widgets::ModelMapView*>(r))
                 map = m;
         QVERIFY(map);
+
+        // The Output tab's run is the map's end-to-end truth: its per-layer attribution of KV at
+        // n = 2 is drawn beside the map (K only, V only, both, per layer), and the map's measures
+        // are judged against it, the best one named under the map.
+        const std::shared_ptr<const eval::EvalResult> evaluation = v->modelRun().result;
+        QVERIFY(evaluation);
+        int attributed = 0;
+        for (const eval::AttributionRow& a : evaluation->attribution)
+            attributed += a.kvHead < 0 && a.kld.mean > 0.0 ? 1 : 0;
+        QCOMPARE(attributed, 3 * evaluation->layers);
+        QCOMPARE(map->attributionPoints(), attributed);
+        QTRY_VERIFY_WITH_TIMEOUT(!map->judging() && !map->outputRows().empty(), 30000);
+        const auto expected = eval::outputVsAttention(*map->mapData().results, *evaluation, "KV", 81, 1000);
+        QCOMPARE(map->outputRows().size(), expected.size());
+        double bestRho = -2.0;
+        QString best;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            QCOMPARE(map->outputRows()[i].rho, expected[i].rho);
+            if (expected[i].level == "layer" && expected[i].rho > bestRho) {
+                bestRho = expected[i].rho;
+                best = QString::fromStdString(expected[i].measure);
+            }
+        }
+        QVERIFY(!best.isEmpty());
+        const QString predicts = map->predictsText();
+        QVERIFY2(predicts.contains(QStringLiteral("predicts the output best per layer")), qPrintable(predicts));
+        QVERIFY2(predicts.contains(QStringLiteral("ρ = %1").arg(bestRho, 0, 'f', 2)), qPrintable(predicts));
+        const QString notes = map->plot()->footnotes().join(QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' '));
+        QVERIFY2(notes.contains(QStringLiteral("predicts it best per layer")), qPrintable(notes));
         map->activateCell(3, 5);
         QVERIFY(v->waitUntilIdle(30000));
         QCOMPARE(v->strip()->attention()->layer, 3);

@@ -9,6 +9,7 @@
 #include "widgets/figure_export.h"
 #include "widgets/formula_label.h"
 #include "widgets/kl_distribution_view.h"
+#include "widgets/model_map_view.h"
 #include "widgets/rate_distortion_view.h"
 #include "widgets/recall_view.h"
 #include "widgets/scatter_matrix_view.h"
@@ -143,7 +144,35 @@ int pixelsOf(const QImage& png, const QColor& color, int tolerance = 40)
 /// What an export of every view of `data` at `inches` would print badly: text under
 /// kMinimumPrintPoints, overlapping texts, labels longer than their axis, legends off the page;
 /// one line per problem, every view's (`skipMap`: leave out the Model map, a model run's view).
-QStringList printProblems(const ViewData& data, double inches, bool skipMap)
+/// The map's end-to-end evaluation, by hand: per layer of a 4-layer model, the attribution of
+/// K-only at n = 2 and 3 (K, V and both paths, with intervals), as the Output tab's run gives it.
+std::shared_ptr<const eval::EvalResult> handMadeAttribution()
+{
+    auto r = std::make_shared<eval::EvalResult>();
+    r->layers = 4;
+    r->kvHeads = 2;
+    for (int budget : {2, 3}) {
+        eval::ConfigurationResult c;
+        c.name = "K-only";
+        c.budget = budget;
+        r->configurations.push_back(c);
+        for (int layer = 0; layer < 4; ++layer)
+            for (eval::AttributionPath path : {eval::AttributionPath::K, eval::AttributionPath::V, eval::AttributionPath::Both}) {
+                eval::AttributionRow a;
+                a.configuration = static_cast<int>(r->configurations.size()) - 1;
+                a.layer = layer;
+                a.path = path;
+                a.kld.mean = 0.004 * (layer + 1) * (static_cast<int>(path) + 1) * (5 - budget);
+                a.kldLow = 0.6 * a.kld.mean;
+                a.kldHigh = 1.5 * a.kld.mean;
+                r->attribution.push_back(a);
+            }
+    }
+    return r;
+}
+
+QStringList printProblems(const ViewData& data, double inches, bool skipMap,
+                          std::shared_ptr<const eval::EvalResult> evaluation = nullptr)
 {
     QWidget host;
     QStringList problems;
@@ -152,6 +181,17 @@ QStringList printProblems(const ViewData& data, double inches, bool skipMap)
             continue;
         view->resize(900, 650);
         view->setData(data);
+        if (auto* map = qobject_cast<ModelMapView*>(view); map && evaluation) {
+            // With the end-to-end panel beside the map and the judgement's footnote under it.
+            map->setEvaluation(evaluation);
+            if (map->attributionPoints() != 3 * evaluation->layers)
+                problems << QStringLiteral("model_map: %1 attribution points drawn").arg(map->attributionPoints());
+            for (int waited = 0; map->judging() && waited < 30000; waited += 20)
+                QTest::qWait(20);
+            if (!map->plot()->footnotes().join(QLatin1Char(' ')).replace(QLatin1Char('\n'), QLatin1Char(' ')).contains(
+                    QStringLiteral("predicts it best")))
+                problems << QStringLiteral("model_map: no judgement footnote (%1)").arg(map->predictsText());
+        }
         if (auto* teaching = qobject_cast<TeachingView*>(view))
             teaching->setStage(TeachingView::StageCount - 1); // every panel, as --batch exports it
         ExportOptions options;
@@ -438,7 +478,7 @@ private slots:
             Q_ASSERT(results.ok());
             return makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true);
         }();
-        const QStringList problems = printProblems(model, inches, false);
+        const QStringList problems = printProblems(model, inches, false, handMadeAttribution());
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("\n"))));
     }
 
