@@ -35,13 +35,19 @@ Result<ResultSet> overlayRuns(const std::vector<OverlayRun>& runs)
             return Error{field, "is a cancelled run; only finished runs overlay"};
     }
     const ResultSet& first = *runs.front().results;
-    for (std::size_t i = 1; i < runs.size(); ++i)
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+        // Imported tensors: the same spec may have read other bytes (the file replaced between runs).
+        if (runs[i].results->dataHash != first.dataHash)
+            return Error{"data", "differs between " + runs.front().name + " and " + runs[i].name
+                                     + " (another data hash: the imported file changed between the runs); overlaid "
+                                       "runs must share the data; compare them instead (Run → Compare)"};
         for (const SpecDifference& d : diffSpecs(first.spec, runs[i].results->spec))
             if (!overlayMayDiffer(d.path))
                 return Error{d.path, "differs between " + runs.front().name + " (" + (d.a.empty() ? "none" : d.a)
                                          + ") and " + runs[i].name + " (" + (d.b.empty() ? "none" : d.b)
                                          + "): overlaid runs must share the grid and the data; compare them instead "
                                            "(Run → Compare)"};
+    }
     ResultSet out;
     out.spec = first.spec;
     out.spec.schemes.clear();

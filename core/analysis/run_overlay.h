@@ -27,8 +27,8 @@ bool overlayMayDiffer(const std::string& specPath);
 /// run's trials keep their seeds, metrics and order, their scheme index shifted past the earlier
 /// runs' schemes); the merged spec's comparison pairs are each scheme of the first run against
 /// the scheme of the same name in every later run. Refused, naming the first field, when two runs
-/// differ in a field overlayMayDiffer refuses, when a run is cancelled or partial, when fewer
-/// than two runs are given or two share a name.
+/// differ in a field overlayMayDiffer refuses or in their data hash (imported bytes), when a run
+/// is cancelled, when fewer than two runs are given or two share a name.
 Result<ResultSet> overlayRuns(const std::vector<OverlayRun>& runs);
 
 } // namespace kvlens

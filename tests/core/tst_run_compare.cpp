@@ -394,6 +394,12 @@ void TestRunCompare::overlayRefusesRunsOfAnotherGrid()
         QVERIFY2(o.error().field.rfind(c.field, 0) == 0, o.error().text().c_str());
         QVERIFY2(QString::fromStdString(o.error().message).contains("Compare"), o.error().text().c_str());
     }
+    // The same spec over other bytes (an imported file replaced between the runs).
+    ResultSet other = ra.results;
+    other.dataHash ^= 1;
+    const auto changed = overlayRuns({{"A", &ra.results}, {"B", &other}});
+    QVERIFY(!changed);
+    QCOMPARE(QString::fromStdString(changed.error().field), QStringLiteral("data"));
     // Two runs, distinct names.
     QVERIFY(!overlayRuns({{"A", &ra.results}}));
     const auto same = overlayRuns({{"A", &ra.results}, {"A", &ra.results}});
