@@ -3,6 +3,7 @@
 
 #include "app/batch.h"
 #include "app/interrupt.h"
+#include "core/analysis/eval_analysis.h"
 #include "core/eval/eval_files.h"
 #include "core/eval/evaluator.h"
 #include "core/io/atomic_file.h"
@@ -22,6 +23,9 @@
 #include <sstream>
 
 namespace kvlens::app {
+
+/// Bootstrap resamples of the proxy study's intervals (resampling chunks).
+constexpr int kProxyResamples = 200;
 
 const char* evalUsage()
 {
@@ -269,11 +273,14 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
     }
     const std::string dir = staged->path();
     int written = 0;
+    const auto proxies = eval::outputProxyStudy(*result, options.spec.seed(0) + 90, kProxyResamples);
+    const std::string proxiesText = eval::outputProxiesText(proxies);
     for (const auto& [name, text] : {std::pair<std::string, std::string>{"spec.json", evalSpecToJson(options.spec)},
                                      {"eval_summary.csv", eval::summaryCsv(*result)},
                                      {"eval_tokens.csv", eval::tokensCsv(*result)},
                                      {"eval_layers.csv", eval::layersCsv(*result)},
-                                     {"report.txt", eval::reportText(*result)}}) {
+                                     {"eval_proxies.csv", eval::outputProxiesCsv(proxies)},
+                                     {"report.txt", eval::reportText(*result) + proxiesText}}) {
         if (auto ok = writeFileAtomic(dir + "/" + name, text); !ok) {
             err << "kvlens: " << ok.error().text() << "\n";
             written = kExitFailed;
@@ -295,13 +302,13 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
             skippedNote += "no figure: " + why.toStdString() + "\n";
     }
     std::ostringstream report;
-    report << eval::reportText(*result);
+    report << eval::reportText(*result) << proxiesText;
     const double tokensPerSecond = result->forwardMs > 0 ? result->forwardTokens / (result->forwardMs / 1000.0) : 0.0;
     report << "\n" << result->configurations.size() << " configurations, " << result->scored.size()
            << " scored tokens each, in " << seconds(result->elapsedMs / 1000.0) << " (forward passes "
            << static_cast<long long>(tokensPerSecond) << " tokens/s)\n";
     report << skippedNote;
-    report << "wrote " << options.outDir << "/{spec.json, eval_summary.csv, eval_tokens.csv, eval_layers.csv, report.txt}";
+    report << "wrote " << options.outDir << "/{spec.json, eval_summary.csv, eval_tokens.csv, eval_layers.csv, eval_proxies.csv, report.txt}";
     if (options.figures)
         report << " and " << figureFiles << " files in " << options.outDir << "/figures";
     report << "\n";

@@ -28,7 +28,8 @@ struct EvalOptions {
 Result<EvalOptions> parseEvalArguments(const std::vector<std::string>& args);
 
 /// Runs the evaluation and writes DIR/spec.json (the eval spec), eval_summary.csv,
-/// eval_tokens.csv, eval_layers.csv, report.txt and (with figures) DIR/figures, all through a
+/// eval_tokens.csv, eval_layers.csv, eval_proxies.csv (paper C's proxies against each token's KLD),
+/// report.txt and (with figures) DIR/figures, all through a
 /// staging directory (DIR holds all of the run or stays as it was), printing the report on `out`
 /// and a progress line with ETA on `err`. Exit status: 0, 2 refused input (nothing written), 1 a
 /// failure while writing, 130/143 interrupted (nothing written).

@@ -116,7 +116,8 @@ struct PresetRun {
 /// The end-to-end evaluations of the report and what was derived from them.
 struct OutputRuns {
     std::optional<eval::EvalResult> claimsRun, attributionRun, adviceRun;
-    std::string allocationJson, outputVsAttentionCsv;
+    std::string allocationJson, outputVsAttentionCsv, proxiesCsv;
+    std::vector<eval::OutputProxyCell> proxies; ///< paper C's proxies on the claims run
     claims::OutputRuns claims; ///< pointers into the runs above
 };
 
@@ -164,7 +165,7 @@ int runOutputClaims(const ReproduceOptions& options, const ResultSet* map, int r
 {
     const std::string model = shippedModelDirectory(), text = model + "/heldout.txt";
     if (!QFile::exists(QString::fromStdString(model + "/config.json"))) {
-        err << "kvlens: " << model << " is missing; the end-to-end claims (E1-E6) are skipped\n";
+        err << "kvlens: " << model << " is missing; the end-to-end claims (E1-E7) are skipped\n";
         return 0;
     }
     auto shrink = [&](EvalSpec s) {
@@ -183,6 +184,9 @@ int runOutputClaims(const ReproduceOptions& options, const ResultSet* map, int r
     if (status != 0)
         return status;
     out.claims.claims = &*out.claimsRun;
+    out.proxies = eval::outputProxyStudy(*out.claimsRun, out.claims.seed + 90, resamples);
+    out.proxiesCsv = eval::outputProxiesCsv(out.proxies);
+    out.claims.proxies = &out.proxies;
     out.claims.attribution = &*out.attributionRun;
     out.claims.map = map;
     out.claims.resamples = resamples;
@@ -208,7 +212,7 @@ int runOutputClaims(const ReproduceOptions& options, const ResultSet* map, int r
 }
 
 /// DIR/model_output/{claims,attribution,advice}/ as kvlens eval writes them (figures/ with
-/// options.figures), allocation.json and output_vs_attention.csv.
+/// options.figures), allocation.json, output_vs_attention.csv and output_proxies.csv.
 int writeOutputRuns(const OutputRuns& out, const std::string& dir, const ReproduceOptions& options, std::ostream& err)
 {
     const std::string base = dir + "/model_output";
@@ -241,7 +245,8 @@ int writeOutputRuns(const OutputRuns& out, const std::string& dir, const Reprodu
         }
     }
     for (const auto& [file, text] : {std::pair<std::string, std::string>{"allocation.json", out.allocationJson},
-                                     {"output_vs_attention.csv", out.outputVsAttentionCsv}})
+                                     {"output_vs_attention.csv", out.outputVsAttentionCsv},
+                                     {"output_proxies.csv", out.proxiesCsv}})
         if (!text.empty())
             if (auto ok = writeFileAtomic(base + "/" + file, text); !ok) {
                 err << "kvlens: " << ok.error().text() << "\n";

@@ -389,6 +389,19 @@ QString ShadedTextWidget::hoverText(int scored) const
              + cell(s < c.top.size() ? &c.top[s] : nullptr) + QStringLiteral("</tr>");
     }
     t += QStringLiteral("</table>");
+    if (s < c.proxies.size()) {
+        const eval::TokenProxies& p = c.proxies[s];
+        if (std::any_of(p.begin(), p.end(), [](float x) { return x != 0.0f; })) {
+            // Paper C's proxies of this token (eval_tokens.csv has them all): the oracle ones, then the deployable.
+            QStringList oracle, deployable;
+            for (std::size_t k = 0; k < p.size(); ++k)
+                if (std::isfinite(p[k]))
+                    (eval::kTokenProxyDeployable[k] ? deployable : oracle)
+                        << QStringLiteral("%1 %2").arg(QLatin1String(eval::kTokenProxyColumns[k]), QString::number(p[k], 'g', 3));
+            t += QStringLiteral("<br>its attention, mean over layers × heads: ") + oracle.join(QStringLiteral(", "))
+                 + QStringLiteral("<br>the cache of its context: ") + deployable.join(QStringLiteral(", "));
+        }
+    }
     return t;
 }
 
@@ -885,6 +898,8 @@ std::shared_ptr<const eval::EvalResult> OutputView::assemble(const EvalSpec& spe
                 if (extra && conf.tokens.size() > extra->scored.size()) {
                     conf.tokens.resize(extra->scored.size());
                     conf.top.resize(extra->scored.size());
+                    if (conf.proxies.size() > extra->scored.size())
+                        conf.proxies.resize(extra->scored.size());
                     if (conf.tokens.size() >= 2)
                         if (auto summary = lm::summarizeNextTokens(conf.tokens))
                             conf.summary = *summary;

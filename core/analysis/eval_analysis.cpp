@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 namespace kvlens::eval {
@@ -220,6 +221,79 @@ ChunkInterval bootstrapRho(const std::vector<double>& x, const std::vector<doubl
     return out;
 }
 
+/// Pairs (x, y) with both finite, with their chunks, and each variable's order with its ties grouped:
+/// Spearman's rho on any resample of the chunks then costs one pass (weightedSpearman).
+struct RankedPairs {
+    std::vector<int> chunk;
+    std::vector<double> x, y;
+    std::vector<std::size_t> byX, byY; ///< indices sorted by x and by y
+};
+
+RankedPairs rankPairs(const std::vector<double>& x, const std::vector<double>& y, const std::vector<int>& chunk)
+{
+    RankedPairs r;
+    for (std::size_t t = 0; t < x.size(); ++t)
+        if (std::isfinite(x[t]) && std::isfinite(y[t])) {
+            r.chunk.push_back(chunk[t]);
+            r.x.push_back(x[t]);
+            r.y.push_back(y[t]);
+        }
+    r.byX.resize(r.x.size());
+    std::iota(r.byX.begin(), r.byX.end(), std::size_t{0});
+    r.byY = r.byX;
+    std::sort(r.byX.begin(), r.byX.end(), [&](std::size_t a, std::size_t b) { return r.x[a] < r.x[b]; });
+    std::sort(r.byY.begin(), r.byY.end(), [&](std::size_t a, std::size_t b) { return r.y[a] < r.y[b]; });
+    return r;
+}
+
+/// Mid-ranks of `values` in the sample where pair t appears weight[t] times: a group of equal values
+/// of total weight W after B others ranks B + (W + 1) / 2, as in the expanded sample.
+void weightedMidRanks(const std::vector<double>& values, const std::vector<std::size_t>& order,
+                      const std::vector<double>& weight, std::vector<double>& ranks)
+{
+    ranks.assign(values.size(), 0.0);
+    double before = 0.0;
+    for (std::size_t g = 0; g < order.size();) {
+        std::size_t e = g;
+        double total = 0.0;
+        while (e < order.size() && values[order[e]] == values[order[g]])
+            total += weight[order[e++]];
+        for (std::size_t k = g; k < e; ++k)
+            ranks[order[k]] = before + (total + 1.0) / 2.0;
+        before += total;
+        g = e;
+    }
+}
+
+/// Spearman's rho of the pairs with chunk k drawn w[k] times: the Pearson correlation of the
+/// weighted mid-ranks, equal to stats::spearman on the expanded sample. NaN with fewer than 3
+/// pairs drawn or a constant variable.
+double weightedSpearman(const RankedPairs& p, const std::vector<double>& w)
+{
+    std::vector<double> weight(p.x.size());
+    double n = 0.0;
+    for (std::size_t t = 0; t < weight.size(); ++t) {
+        weight[t] = w[static_cast<std::size_t>(p.chunk[t])];
+        n += weight[t];
+    }
+    if (n < 3.0)
+        return kNaN;
+    std::vector<double> rx, ry;
+    weightedMidRanks(p.x, p.byX, weight, rx);
+    weightedMidRanks(p.y, p.byY, weight, ry);
+    const double mean = (n + 1.0) / 2.0; // mid-ranks of n drawn values always average (n + 1) / 2
+    double sxy = 0.0, sxx = 0.0, syy = 0.0;
+    for (std::size_t t = 0; t < weight.size(); ++t) {
+        if (weight[t] == 0.0)
+            continue;
+        const double dx = rx[t] - mean, dy = ry[t] - mean;
+        sxy += weight[t] * dx * dy;
+        sxx += weight[t] * dx * dx;
+        syy += weight[t] * dy * dy;
+    }
+    return sxx > 0.0 && syy > 0.0 ? sxy / std::sqrt(sxx * syy) : kNaN;
+}
+
 } // namespace
 
 std::vector<OutputVsAttention> outputVsAttention(const ResultSet& map, const EvalResult& r, const std::string& scheme,
@@ -295,6 +369,154 @@ std::vector<OutputVsAttention> outputVsAttention(const ResultSet& map, const Eva
     add("layer", byLayer, e2eLayer, 0);
     add("head", byHead, e2eHead, 100);
     return rows;
+}
+
+std::vector<OutputProxyCell> outputProxyStudy(const EvalResult& r, std::uint64_t seed, int resamples)
+{
+    std::vector<OutputProxyCell> cells;
+    std::vector<std::vector<int>> members; // configurations of each cell
+    for (std::size_t c = 0; c < r.configurations.size(); ++c) {
+        const ConfigurationResult& conf = r.configurations[c];
+        if (conf.proxies.empty())
+            continue;
+        const bool allZero = std::all_of(conf.proxies.begin(), conf.proxies.end(), [](const TokenProxies& p) {
+            return std::all_of(p.begin(), p.end(), [](float x) { return x == 0.0f; });
+        });
+        if (allZero)
+            continue; // the exact cache
+        std::size_t i = 0;
+        while (i < cells.size() && !(cells[i].scheme == conf.name && cells[i].budget == conf.budget))
+            ++i;
+        if (i == cells.size()) {
+            OutputProxyCell cell;
+            cell.scheme = conf.name;
+            cell.budget = conf.budget;
+            cells.push_back(std::move(cell));
+            members.emplace_back();
+        }
+        members[i].push_back(static_cast<int>(c));
+    }
+    const int chunks = r.chunksScored;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        OutputProxyCell& cell = cells[i];
+        // The cell's tokens under every seed: chunk, KLD, proxies, and the reference's NLL.
+        std::vector<int> chunkOf;
+        std::vector<double> kld, nllBase;
+        std::vector<TokenProxies> proxies;
+        for (int c : members[i]) {
+            const ConfigurationResult& conf = r.configurations[static_cast<std::size_t>(c)];
+            const std::size_t n = std::min({conf.tokens.size(), conf.proxies.size(), r.scored.size()});
+            for (std::size_t t = 0; t < n; ++t)
+                if (r.scored[t].chunk >= 0 && r.scored[t].chunk < chunks) {
+                    chunkOf.push_back(r.scored[t].chunk);
+                    kld.push_back(conf.tokens[t].kld);
+                    nllBase.push_back(conf.tokens[t].nllBase);
+                    proxies.push_back(conf.proxies[t]);
+                }
+        }
+        cell.tokens = static_cast<long long>(kld.size());
+        // Per variable (the proxies, then nll_base): the pairs where both are finite, ranked once.
+        std::vector<RankedPairs> ranked;
+        for (int p = 0; p <= kTokenProxyCount; ++p) {
+            std::vector<double> x(kld.size());
+            for (std::size_t t = 0; t < x.size(); ++t)
+                x[t] = p < kTokenProxyCount ? static_cast<double>(proxies[t][static_cast<std::size_t>(p)]) : nllBase[t];
+            ranked.push_back(rankPairs(x, kld, chunkOf));
+        }
+        const std::uint64_t cellSeed = seed + 1000 * static_cast<std::uint64_t>(i);
+        // Every statistic with the same seed: the same resampled chunks, so the gains are paired.
+        for (int p = 0; p < kTokenProxyCount; ++p)
+            cell.rho[static_cast<std::size_t>(p)] = bootstrapChunks(chunks, cellSeed, resamples, [&](const std::vector<double>& w) {
+                return weightedSpearman(ranked[static_cast<std::size_t>(p)], w);
+            });
+        cell.referenceNll = bootstrapChunks(chunks, cellSeed, resamples, [&](const std::vector<double>& w) {
+            return weightedSpearman(ranked.back(), w);
+        });
+        const auto relK = static_cast<std::size_t>(TokenProxy::RelK);
+        cell.deployableGain = bootstrapChunks(chunks, cellSeed, resamples, [&](const std::vector<double>& w) {
+            return weightedSpearman(ranked[static_cast<std::size_t>(TokenProxy::CalibScoreErr)], w)
+                   - weightedSpearman(ranked[relK], w);
+        });
+        cell.oracleGain = bootstrapChunks(chunks, cellSeed, resamples, [&](const std::vector<double>& w) {
+            return weightedSpearman(ranked[static_cast<std::size_t>(TokenProxy::Fisher)], w) - weightedSpearman(ranked[relK], w);
+        });
+    }
+    return cells;
+}
+
+std::string outputProxiesCsv(const std::vector<OutputProxyCell>& cells)
+{
+    std::string out = "# Spearman rho between each attention-level proxy of a token and its end-to-end KLD, over the "
+                      "scored tokens of one (scheme, budget) cell (seeds pooled); 95% bootstrap interval resampling "
+                      "chunks. Deployable proxies (rel_mse_k, rel_mse_v, calib_score_err) read only the cache and the "
+                      "calibration queries; the others read the evaluated token's own queries (oracle); nll_base, the "
+                      "token's NLL under the exact cache, is the baseline a proxy must beat.\nscheme,budget,tokens";
+    for (const char* name : kTokenProxyColumns)
+        out += std::string(",") + name + "," + name + "_low," + name + "_high";
+    out += ",gain_calib_over_rel_k,gain_calib_low,gain_calib_high,gain_fisher_over_rel_k,gain_fisher_low,gain_fisher_high,"
+           "nll_base,nll_base_low,nll_base_high\n";
+    auto number = [](double v) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.6g", v);
+        return std::string(b);
+    };
+    for (const OutputProxyCell& c : cells) {
+        std::string name = c.scheme;
+        if (name.find_first_of(",\"\n") != std::string::npos) {
+            std::string quoted = "\"";
+            for (char ch : name)
+                quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+            name = quoted + "\"";
+        }
+        out += name + "," + std::to_string(c.budget) + "," + std::to_string(c.tokens);
+        for (const ChunkInterval& rho : c.rho)
+            out += "," + number(rho.value) + "," + number(rho.low) + "," + number(rho.high);
+        for (const ChunkInterval* g : {&c.deployableGain, &c.oracleGain, &c.referenceNll})
+            out += "," + number(g->value) + "," + number(g->low) + "," + number(g->high);
+        out += "\n";
+    }
+    return out;
+}
+
+std::string outputProxiesText(const std::vector<OutputProxyCell>& cells)
+{
+    if (cells.empty())
+        return {};
+    std::string out = "\nWhich attention-level proxy ranks the tokens by their KLD (Spearman rho over a cell's tokens, "
+                      "95% interval over chunks; eval_proxies.csv has every proxy; calib_score_err needs calibration "
+                      "tokens):\n";
+    char line[320];
+    std::snprintf(line, sizeof line, "  %-28s %6s  %-30s %-30s %-22s %s\n", "scheme", "budget", "best deployable",
+                  "best oracle", "calib - rel_mse_k", "nll_base (no cache)");
+    out += line;
+    auto best = [](const OutputProxyCell& c, bool deployable) {
+        int at = -1;
+        for (int p = 0; p < kTokenProxyCount; ++p) {
+            const double v = c.rho[static_cast<std::size_t>(p)].value;
+            if (kTokenProxyDeployable[static_cast<std::size_t>(p)] == deployable && std::isfinite(v)
+                && (at < 0 || v > c.rho[static_cast<std::size_t>(at)].value))
+                at = p;
+        }
+        if (at < 0)
+            return std::string("-");
+        const ChunkInterval& r = c.rho[static_cast<std::size_t>(at)];
+        char b[96];
+        std::snprintf(b, sizeof b, "%s %.2f [%.2f, %.2f]", kTokenProxyColumns[static_cast<std::size_t>(at)], r.value, r.low,
+                      r.high);
+        return std::string(b);
+    };
+    for (const OutputProxyCell& c : cells) {
+        char gain[64], baseline[64];
+        std::snprintf(gain, sizeof gain, "%+.2f [%+.2f, %+.2f]", c.deployableGain.value, c.deployableGain.low,
+                      c.deployableGain.high);
+        std::snprintf(baseline, sizeof baseline, "%.2f [%.2f, %.2f]", c.referenceNll.value, c.referenceNll.low,
+                      c.referenceNll.high);
+        std::snprintf(line, sizeof line, "  %-28.28s %6s  %-30s %-30s %-22s %s\n", c.scheme.c_str(),
+                      c.budget > 0 ? std::to_string(c.budget).c_str() : "fixed", best(c, true).c_str(),
+                      best(c, false).c_str(), gain, baseline);
+        out += line;
+    }
+    return out;
 }
 
 std::string outputVsAttentionCsv(const std::vector<OutputVsAttention>& rows)

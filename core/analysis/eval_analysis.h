@@ -7,6 +7,7 @@
 #include "core/eval/eval_result.h"
 #include "core/spec/result.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,5 +58,31 @@ std::vector<OutputVsAttention> outputVsAttention(const ResultSet& map, const Eva
                                                  std::uint64_t seed, int resamples);
 /// level, measure, rho, rho_low, rho_high, cells.
 std::string outputVsAttentionCsv(const std::vector<OutputVsAttention>& rows);
+
+/// Paper C's proxy study at model level, for one (scheme, budget) cell: Spearman rho over the cell's
+/// scored tokens (its seeds pooled) between each attention-level proxy (kTokenProxyColumns) and the
+/// token's end-to-end KLD, with a 95% bootstrap interval resampling chunks (a drawn chunk brings
+/// its tokens under every seed). Tokens whose KLD or proxy is not finite are left out of that proxy.
+struct OutputProxyCell {
+    std::string scheme;
+    int budget = 0;           ///< 0: a budget-free scheme
+    long long tokens = 0;
+    std::array<ChunkInterval, kTokenProxyCount> rho{}; ///< NaN where undefined (a constant proxy)
+    /// Paper C's score-space gain over raw key error, paired on the same resampled chunks:
+    /// rho(calib_score_err) - rho(rel_mse_k) (deployable) and rho(fisher) - rho(rel_mse_k) (oracle).
+    ChunkInterval deployableGain, oracleGain;
+    /// rho of the reference's own NLL of the token (no cache at all) with its KLD: what a proxy must
+    /// beat to say more than "uncertain tokens move most".
+    ChunkInterval referenceNll;
+};
+
+/// One row per (scheme, budget) whose configurations carry proxies, in configuration order; the
+/// exact cache (every proxy zero) is left out.
+std::vector<OutputProxyCell> outputProxyStudy(const EvalResult& r, std::uint64_t seed, int resamples);
+/// scheme, budget, tokens, then rho, rho_low, rho_high per proxy, then both gains with intervals.
+std::string outputProxiesCsv(const std::vector<OutputProxyCell>& cells);
+/// For the terminal report: per cell, the deployable and the oracle proxy that rank tokens best,
+/// and the score-space gains; empty without cells.
+std::string outputProxiesText(const std::vector<OutputProxyCell>& cells);
 
 } // namespace kvlens::eval

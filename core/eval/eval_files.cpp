@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -79,8 +80,10 @@ std::string summaryCsv(const EvalResult& r)
 
 std::string tokensCsv(const EvalResult& r)
 {
-    CsvWriter csv({"scheme", "budget", "seed", "chunk", "position", "token", "next", "next_text", "nll_base", "nll", "kld",
-                   "top1_base", "top1", "dp"});
+    std::vector<std::string> columns = {"scheme", "budget", "seed", "chunk", "position", "token", "next", "next_text",
+                                        "nll_base", "nll", "kld", "top1_base", "top1", "dp"};
+    columns.insert(columns.end(), kTokenProxyColumns.begin(), kTokenProxyColumns.end());
+    CsvWriter csv(columns);
     for (const ConfigurationResult& c : r.configurations)
         for (std::size_t i = 0; i < c.tokens.size() && i < r.scored.size(); ++i) {
             const ScoredToken& p = r.scored[i];
@@ -89,6 +92,9 @@ std::string tokensCsv(const EvalResult& r)
                 .add(p.position).add(static_cast<long long>(p.token)).add(static_cast<long long>(p.next))
                 .add(i < r.tokenText.size() ? escapeTokenText(r.tokenText[i]) : std::string())
                 .add(t.nllBase).add(t.nllQ).add(t.kld).add(t.topBase).add(t.topQ).add(t.deltaP);
+            for (int k = 0; k < kTokenProxyCount; ++k)
+                csv.add(i < c.proxies.size() ? static_cast<double>(c.proxies[i][static_cast<std::size_t>(k)])
+                                             : std::numeric_limits<double>::quiet_NaN());
             csv.endRow();
         }
     return header(r) + csv.text();

@@ -18,7 +18,8 @@ namespace kvlens::eval {
 std::string summaryCsv(const EvalResult& result);
 /// One row per (configuration, scored position): scheme, budget, seed, chunk, position, token,
 /// next, next_text (the next token's bytes, escaped: \n, \t, \\, non-printable as \xHH),
-/// nll_base, nll, kld, top1_base, top1, dp.
+/// nll_base, nll, kld, top1_base, top1, dp, then the token's attention-level proxies
+/// (kTokenProxyColumns: attn_kl ... calib_score_err; all 0 for the exact cache, nan when not computed).
 std::string tokensCsv(const EvalResult& result);
 /// One row per attribution row: scheme, budget, seed, layer, head ("all" or the KV head), path
 /// (K, V, both), kld_mean, kld_err, kld_low, kld_high (95%: mean +- 1.96 SE), same_top1, tokens.

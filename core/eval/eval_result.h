@@ -29,6 +29,27 @@ struct TopToken {
 inline constexpr std::size_t kTopTokens = 5;
 using TopTokens = std::array<TopToken, kTopTokens>;
 
+/// The attention-level proxies of one scored token (paper C's study at model level), each the mean
+/// over layers and heads of lm::AttentionDamage's measure at the token's position. Oracle proxies
+/// read the evaluated token's own queries; deployable ones only what the cache holds for the context
+/// and the calibration text's queries.
+enum class TokenProxy { AttnKl, Fisher, A2, OutErr, RelK, RelV, CalibScoreErr };
+inline constexpr int kTokenProxyCount = 7;
+using TokenProxies = std::array<float, kTokenProxyCount>;
+inline constexpr std::array<const char*, kTokenProxyCount> kTokenProxyColumns = {
+    "attn_kl", "fisher", "a2_value_error", "out_rel_err", "rel_mse_k", "rel_mse_v", "calib_score_err"};
+inline constexpr std::array<bool, kTokenProxyCount> kTokenProxyDeployable = {false, false, false, false, true, true, true};
+/// One sentence per proxy, for the report and tooltips.
+inline constexpr std::array<const char*, kTokenProxyCount> kTokenProxyDescriptions = {
+    "Attention KL(p || p^) of the token's own queries, mean over layers and heads (oracle).",
+    "Fisher score error Var_p(s^ - s) of the token's own queries (oracle; KL ~ Var/2 to second order).",
+    "A^2 value error sum_j p_j^2 ||v_j - v^_j||^2 / ||o||^2 of the token's own queries (oracle).",
+    "Relative attention-output error ||o - o^||^2 / ||o||^2 of the token's own queries (oracle).",
+    "Key error of the context the token reads, sum ||k - k^||^2 / sum ||k||^2 (deployable: no query).",
+    "Value error of the context the token reads, sum ||v - v^||^2 / sum ||v||^2 (deployable: no query).",
+    "Mean squared score error a calibration query would see on the context's keys, e^T E[q q^T] e / d "
+    "(deployable: paper C's score-space error with calibration queries)."};
+
 /// One configuration: a scheme at a budget and seed, every layer quantized.
 struct ConfigurationResult {
     int scheme = 0;            ///< index into spec.schemes
@@ -38,6 +59,7 @@ struct ConfigurationResult {
     double bitsK = 0.0, bitsV = 0.0; ///< exact bits per coordinate, mean over layers and KV heads
     std::vector<lm::TokenStat> tokens; ///< per scored position, in ScoredToken order
     std::vector<TopTokens> top;        ///< per scored position: the 5 most likely next tokens under this cache
+    std::vector<TokenProxies> proxies; ///< per scored position (all zero for the exact cache)
     lm::NextTokenSummary summary;
 };
 

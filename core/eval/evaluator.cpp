@@ -191,6 +191,34 @@ struct Configuration {
     bool identity = false; ///< every part exact: the reference's own pass (its KLD is 0 by construction)
 };
 
+/// Proxies of the damage's position start + i: each measure's mean over layers and heads (NaN entries,
+/// an attention output of zero energy, left out; NaN when every one is).
+TokenProxies tokenProxies(const lm::AttentionDamage& d, int i)
+{
+    auto mean = [&](const std::vector<float>& values, int units) {
+        double sum = 0.0;
+        int n = 0;
+        for (int u = 0; u < units; ++u) {
+            const float x = values[static_cast<std::size_t>(u) * static_cast<std::size_t>(d.count) + static_cast<std::size_t>(i)];
+            if (std::isfinite(x)) {
+                sum += x;
+                ++n;
+            }
+        }
+        return n > 0 ? static_cast<float>(sum / n) : std::numeric_limits<float>::quiet_NaN();
+    };
+    const int oracle = d.layers * d.heads, side = d.layers * d.kvHeads;
+    TokenProxies p{};
+    p[static_cast<int>(TokenProxy::AttnKl)] = mean(d.kl, oracle);
+    p[static_cast<int>(TokenProxy::Fisher)] = mean(d.fisher, oracle);
+    p[static_cast<int>(TokenProxy::A2)] = mean(d.a2, oracle);
+    p[static_cast<int>(TokenProxy::OutErr)] = mean(d.outErr, oracle);
+    p[static_cast<int>(TokenProxy::RelK)] = mean(d.relK, side);
+    p[static_cast<int>(TokenProxy::RelV)] = mean(d.relV, side);
+    p[static_cast<int>(TokenProxy::CalibScoreErr)] = mean(d.calibScoreErr, side);
+    return p;
+}
+
 /// Every layer's paths store the cache exactly (quantizer none, no transform, no residual).
 bool isIdentity(const EvalScheme& e)
 {
@@ -387,6 +415,19 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
         calibrationRows = std::move(rows).value();
     }
 
+    // The calibration queries' second moment per (layer, KV head), for the deployable score-error proxy.
+    std::vector<std::vector<Eigen::MatrixXf>> queryMoments;
+    if (calibration > 0) {
+        queryMoments.resize(calibrationRows.queries.size());
+        for (std::size_t l = 0; l < queryMoments.size(); ++l)
+            for (const RowMatrixXf& q : calibrationRows.queries[l]) {
+                Eigen::MatrixXf m = Eigen::MatrixXf::Zero(config.headDim, config.headDim);
+                if (q.rows() > 0 && q.cols() == config.headDim)
+                    m = (q.transpose() * q) / static_cast<float>(q.rows());
+                queryMoments[l].push_back(std::move(m));
+            }
+    }
+
     // Every configuration's cache, planned once.
     std::vector<Configuration> configurations;
     for (std::size_t s = 0; s < spec.schemes.size(); ++s)
@@ -500,13 +541,17 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
             options.cache = conf.identity ? nullptr : conf.cache.get();
             options.residual = conf.identity ? 0 : spec.residual;
             options.logitsStart = first;
+            if (!conf.identity)
+                options.damage = lm::DamageRequest{first, queryMoments.empty() ? nullptr : &queryMoments};
             auto quantized = forward(chunk, options, config.layers);
             if (!quantized)
                 return quantized.error().message == "cancelled" ? finish(true) : Result<EvalResult>(quantized.error());
             if (auto ok = scoreInto(quantized->logits, [&](const lm::TokenStat& t) { out.tokens.push_back(t); }); !ok)
                 return ok.error();
-            for (int i = 0; i < scoredPerChunk; ++i)
+            for (int i = 0; i < scoredPerChunk; ++i) {
                 out.top.push_back(topOf(quantized->logits.row(i)));
+                out.proxies.push_back(quantized->damage ? tokenProxies(*quantized->damage, i) : TokenProxies{});
+            }
             if (isCancelled())
                 return finish(true);
         }

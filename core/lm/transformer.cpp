@@ -10,6 +10,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -274,6 +275,8 @@ public:
             m_o.layerInputs->resize(static_cast<std::size_t>(m_c.layers));
         if (m_o.capture.count > 0)
             result.capture.resize(static_cast<std::size_t>(m_c.layers));
+        if (m_o.damage)
+            allocateDamage();
         for (int layer = m_o.startLayer; layer < m_c.layers; ++layer) {
             if (m_o.cancelled && m_o.cancelled())
                 return Error{"", "cancelled"};
@@ -288,10 +291,129 @@ public:
         normRows(m_pool, x.bottomRows(m_t - first), m_w.finalNorm, m_w.finalNormBias, m_c.isGpt2(), m_c.normEps, m_h);
         matmulT(m_pool, m_h, m_w.head(), RowVectorXf(), result.logits);
         result.probe = std::move(m_probe);
+        result.damage = std::move(m_damage);
         return result;
     }
 
 private:
+    void allocateDamage()
+    {
+        AttentionDamage d;
+        d.start = m_o.damage->start;
+        d.count = static_cast<int>(m_t) - d.start;
+        d.layers = m_c.layers;
+        d.heads = m_c.heads;
+        d.kvHeads = m_c.kvHeads;
+        const auto oracle = static_cast<std::size_t>(d.layers) * d.heads * d.count;
+        const auto side = static_cast<std::size_t>(d.layers) * d.kvHeads * d.count;
+        d.kl.assign(oracle, 0.0f);
+        d.fisher.assign(oracle, 0.0f);
+        d.a2.assign(oracle, 0.0f);
+        d.outErr.assign(oracle, 0.0f);
+        d.relK.assign(side, 0.0f);
+        d.relV.assign(side, 0.0f);
+        d.calibScoreErr.assign(side, m_o.damage->queryMoments ? 0.0f : std::numeric_limits<float>::quiet_NaN());
+        m_damage = std::move(d);
+    }
+
+    /// Query t reads the cache for keys [0, cacheEnd(t)): those older than the residual window
+    /// (j <= t - R) and in a group its codec completed by t (j < G floor((t + 1) / G)); the rest
+    /// exact. Keys and values each have their codec's group.
+    Index cacheEnd(Index t, Index group) const
+    {
+        Index end = group > 1 ? group * ((t + 1) / group) : t + 1;
+        if (m_o.residual > 0)
+            end = std::min<Index>(end, t - m_o.residual + 1);
+        return std::max<Index>(end, 0);
+    }
+
+    /// The cache-side damage of KV head g of a hooked layer: per key its squared K and V errors (kept
+    /// for the oracle's A^2) and energies, then per scored query their sums over what it reads.
+    void cacheSideDamage(int layer, int g)
+    {
+        AttentionDamage& d = *m_damage;
+        const auto gi = static_cast<std::size_t>(g);
+        const RowMatrixXf &k = m_k[gi], &v = m_v[gi], &kh = m_kh[gi], &vh = m_vh[gi];
+        const RowMatrixXf ek = k - kh;
+        std::vector<double>& valueErr = m_valueErr[gi];
+        valueErr.assign(static_cast<std::size_t>(m_t), 0.0);
+        std::vector<double> keyErr(static_cast<std::size_t>(m_t)), keyEnergy(keyErr.size()), valueEnergy(keyErr.size()),
+            scoreErr(keyErr.size(), 0.0);
+        const Eigen::MatrixXf* moments = m_o.damage->queryMoments
+                                             ? &(*m_o.damage->queryMoments)[static_cast<std::size_t>(layer)][gi]
+                                             : nullptr;
+        for (Index j = 0; j < m_t; ++j) {
+            const auto ju = static_cast<std::size_t>(j);
+            keyErr[ju] = ek.row(j).cast<double>().squaredNorm();
+            valueErr[ju] = (v.row(j) - vh.row(j)).cast<double>().squaredNorm();
+            keyEnergy[ju] = k.row(j).cast<double>().squaredNorm();
+            valueEnergy[ju] = v.row(j).cast<double>().squaredNorm();
+            if (moments)
+                scoreErr[ju] = static_cast<double>(ek.row(j) * (*moments) * ek.row(j).transpose()) / m_c.headDim;
+        }
+        const Index groupK = std::max(1, m_o.cache->causalGroup(layer, true));
+        const Index groupV = std::max(1, m_o.cache->causalGroup(layer, false));
+        std::vector<double> sumKeyErr(keyErr.size() + 1, 0.0), sumValueErr = sumKeyErr, sumScoreErr = sumKeyErr,
+                                                               sumKeyEnergy = sumKeyErr, sumValueEnergy = sumKeyErr;
+        for (std::size_t j = 0; j < keyErr.size(); ++j) {
+            sumKeyErr[j + 1] = sumKeyErr[j] + keyErr[j];
+            sumValueErr[j + 1] = sumValueErr[j] + valueErr[j];
+            sumScoreErr[j + 1] = sumScoreErr[j] + scoreErr[j];
+            sumKeyEnergy[j + 1] = sumKeyEnergy[j] + keyEnergy[j];
+            sumValueEnergy[j + 1] = sumValueEnergy[j] + valueEnergy[j];
+        }
+        auto ratio = [](double a, double b) { return b > 0.0 ? a / b : 0.0; };
+        const std::size_t base = (static_cast<std::size_t>(layer) * d.kvHeads + gi) * d.count;
+        for (int i = 0; i < d.count; ++i) {
+            const Index t = d.start + i;
+            const auto endK = static_cast<std::size_t>(cacheEnd(t, groupK));
+            const auto endV = static_cast<std::size_t>(cacheEnd(t, groupV));
+            const auto all = static_cast<std::size_t>(t + 1);
+            d.relK[base + i] = static_cast<float>(ratio(sumKeyErr[endK], sumKeyEnergy[all]));
+            d.relV[base + i] = static_cast<float>(ratio(sumValueErr[endV], sumValueEnergy[all]));
+            if (moments)
+                d.calibScoreErr[base + i] = static_cast<float>(sumScoreErr[endK] / static_cast<double>(all));
+        }
+    }
+
+    /// The oracle damage of query rows [i0, rows) of a block (query t = r0 + i): exact scores E and
+    /// the cache scores C the pass used (before softmax), the pass's output `out`.
+    void oracleDamage(int layer, int head, std::size_t g, Index r0, Index i0, const RowMatrixXf& exact,
+                      const RowMatrixXf& cache, const Eigen::Ref<const RowMatrixXf>& out)
+    {
+        AttentionDamage& d = *m_damage;
+        const Index groupV = std::max(1, m_o.cache->causalGroup(layer, false));
+        const RowMatrixXf& v = m_v[g];
+        const std::vector<double>& valueErr = m_valueErr[g];
+        const std::size_t base = (static_cast<std::size_t>(layer) * d.heads + static_cast<std::size_t>(head)) * d.count;
+        Eigen::VectorXd p;
+        Eigen::RowVectorXd o;
+        for (Index i = i0; i < out.rows(); ++i) {
+            const Index t = r0 + i, n = t + 1, row = i - i0;
+            const auto e = exact.row(row).head(n).cast<double>().array();
+            const auto c = cache.row(row).head(n).cast<double>().array();
+            const double me = e.maxCoeff(), mc = c.maxCoeff();
+            const double lseE = me + std::log((e - me).exp().sum()), lseC = mc + std::log((c - mc).exp().sum());
+            p = (e - lseE).exp().matrix().transpose();
+            const Eigen::ArrayXd delta = (c - e).transpose();
+            const double kl = (p.array() * ((e.transpose() - lseE) - (c.transpose() - lseC))).sum();
+            const double m1 = (p.array() * delta).sum(), m2 = (p.array() * delta.square()).sum();
+            double a2 = 0.0;
+            const Index endV = cacheEnd(t, groupV);
+            for (Index j = 0; j < endV; ++j)
+                a2 += p(j) * p(j) * valueErr[static_cast<std::size_t>(j)];
+            o = p.transpose() * v.topRows(n).cast<double>();
+            const double energy = o.squaredNorm();
+            const double outErr = (o - out.row(i).cast<double>()).squaredNorm();
+            const std::size_t at = base + static_cast<std::size_t>(t - d.start);
+            d.kl[at] = static_cast<float>(std::max(0.0, kl));
+            d.fisher[at] = static_cast<float>(std::max(0.0, m2 - m1 * m1));
+            constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+            d.a2[at] = energy > 0.0 ? static_cast<float>(a2 / energy) : kNaN;
+            d.outErr[at] = energy > 0.0 ? static_cast<float>(outErr / energy) : kNaN;
+        }
+    }
+
     void embed(std::span<const std::int32_t> tokens, RowMatrixXf& x) const
     {
         x.resize(m_t, m_c.hidden);
@@ -366,6 +488,7 @@ private:
         m_v.resize(static_cast<std::size_t>(kvHeads));
         m_kh.resize(static_cast<std::size_t>(kvHeads));
         m_vh.resize(static_cast<std::size_t>(kvHeads));
+        m_valueErr.resize(static_cast<std::size_t>(kvHeads));
         std::vector<std::string> problems(static_cast<std::size_t>(kvHeads));
         m_pool.run(kvHeads, [&](int g) {
             const auto gi = static_cast<std::size_t>(g);
@@ -377,6 +500,8 @@ private:
             m_vh[gi].resize(m_t, hd);
             m_o.cache->apply(layer, g, m_k[gi], m_v[gi], m_kh[gi], m_vh[gi]);
             problems[gi] = checkCacheOutput(layer, g);
+            if (m_damage && problems[gi].empty())
+                cacheSideDamage(layer, g);
         });
         for (const std::string& p : problems)
             if (!p.empty())
@@ -416,17 +541,8 @@ private:
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const auto q = m_qkv.block(r0, Index(head) * hd, rows, hd);
         const Index residual = m_o.residual;
-        // Query t reads the cache for keys [0, cacheEnd(t)): those older than the residual window
-        // (j <= t - R) and in a group its codec completed by t (j < G floor((t + 1) / G)); the rest
-        // exact. Keys and values each have their codec's group.
         const Index groupK = hooked ? std::max(1, m_o.cache->causalGroup(layer, true)) : 1;
         const Index groupV = hooked ? std::max(1, m_o.cache->causalGroup(layer, false)) : 1;
-        auto cacheEnd = [residual](Index t, Index group) {
-            Index end = group > 1 ? group * ((t + 1) / group) : t + 1;
-            if (residual > 0)
-                end = std::min(end, t - residual + 1);
-            return std::max<Index>(end, 0);
-        };
         // cacheEnd grows with t: the block's last query reads the most cached keys.
         const bool anyHat = hooked && (cacheEnd(r1 - 1, groupK) > 0 || cacheEnd(r1 - 1, groupV) > 0);
         const bool anyExact = !hooked || residual > 0 || groupK > 1 || groupV > 1;
@@ -438,6 +554,14 @@ private:
         RowMatrixXf s(rows, r1);
         s.noalias() = q * k.topRows(r1).transpose();
         s *= scale;
+        // The damage of the block's queries at or after the damage start: their exact scores now,
+        // their cache scores before the softmax.
+        const Index damageFrom = hooked && m_damage ? std::max<Index>(0, m_damage->start - r0) : rows;
+        RowMatrixXf exactScores, cacheScores;
+        if (damageFrom < rows) {
+            exactScores.noalias() = q.bottomRows(rows - damageFrom) * m_k[g].topRows(r1).transpose();
+            exactScores *= scale;
+        }
         const bool probing = m_o.probe && m_o.probe->layer == layer && m_o.probe->head == head
                              && m_o.probe->position >= r0 && m_o.probe->position < r1;
         std::vector<float> exactRow;
@@ -470,6 +594,8 @@ private:
             const auto row = s.row(t - r0).head(t + 1);
             cacheRow.assign(row.data(), row.data() + row.size());
         }
+        if (damageFrom < rows)
+            cacheScores = s.bottomRows(rows - damageFrom);
         for (Index i = 0; i < rows; ++i)
             causalSoftmaxRow(s, i, r0 + i + 1);
         auto out = m_attn.block(r0, Index(head) * hd, rows, hd);
@@ -487,6 +613,8 @@ private:
         } else {
             out.noalias() = s * v.topRows(r1);
         }
+        if (damageFrom < rows)
+            oracleDamage(layer, head, g, r0, damageFrom, exactScores, cacheScores, out);
         if (probing) {
             AttentionProbe probe;
             probe.request = *m_o.probe;
@@ -507,7 +635,9 @@ private:
     RopeTables m_rope;
     RowMatrixXf m_h, m_qkv, m_attn, m_tmp, m_mlp, m_act;
     std::vector<RowMatrixXf> m_k, m_v, m_kh, m_vh;
+    std::vector<std::vector<double>> m_valueErr; ///< [kvHead][key]: ||v_j - v^_j||^2, with damage requested
     std::optional<AttentionProbe> m_probe;
+    std::optional<AttentionDamage> m_damage;
 };
 
 Status checkOptions(const ModelConfig& c, std::span<const std::int32_t> tokens, const ForwardOptions& o)
@@ -565,6 +695,24 @@ Status checkOptions(const ModelConfig& c, std::span<const std::int32_t> tokens, 
         if (p.position < 0 || p.position >= t)
             return Error{"probe", "position " + std::to_string(p.position) + " must be in [0, " + std::to_string(t - 1)
                                       + "]"};
+    }
+    if (o.damage) {
+        const DamageRequest& d = *o.damage;
+        if (d.start < 0 || d.start >= t)
+            return Error{"damage", "start " + std::to_string(d.start) + " must be in [0, " + std::to_string(t - 1) + "]"};
+        if (d.queryMoments) {
+            const auto& m = *d.queryMoments;
+            bool ok = m.size() == static_cast<std::size_t>(c.layers);
+            for (std::size_t l = 0; ok && l < m.size(); ++l) {
+                ok = m[l].size() == static_cast<std::size_t>(c.kvHeads);
+                for (std::size_t g = 0; ok && g < m[l].size(); ++g)
+                    ok = m[l][g].rows() == c.headDim && m[l][g].cols() == c.headDim && m[l][g].allFinite();
+            }
+            if (!ok)
+                return Error{"damage", "queryMoments must hold a finite [" + std::to_string(c.headDim) + " x "
+                                           + std::to_string(c.headDim) + "] matrix per layer (" + std::to_string(c.layers)
+                                           + ") and KV head (" + std::to_string(c.kvHeads) + ")"};
+        }
     }
     return Ok{};
 }

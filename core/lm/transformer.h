@@ -78,6 +78,36 @@ struct AttentionProbe {
     std::vector<double> cacheProbs;  ///< [t + 1]
 };
 
+/// What the cache did to the attention of queries start..T-1 (the scored positions of a chunk), for
+/// the model-level proxy study. `queryMoments`, when set, is per [layer][kvHead] the second moment
+/// E[q q^T] ([headDim x headDim]) of the calibration queries reading that KV head (after RoPE).
+struct DamageRequest {
+    int start = 0;
+    const std::vector<std::vector<Eigen::MatrixXf>>* queryMoments = nullptr;
+};
+
+/// Per (layer, head, query position) measures of the cache's damage, every one 0 on a layer whose
+/// cache is exact. Oracle measures use the evaluated query (this pass's q_t); p = softmax(s) with
+/// s_j = q_t.k_j / sqrt(d) over the exact keys, p^ the weights the pass used (cache scores s^), v^_j
+/// what the query read for value j (exact inside the residual window or an open codec group).
+/// Cache-side measures use no query of the evaluated text: only the keys and values written up to t
+/// and, for calibScoreErr, the calibration queries.
+struct AttentionDamage {
+    int start = 0, count = 0, layers = 0, heads = 0, kvHeads = 0;
+    /// Oracle, index (layer * heads + head) * count + (t - start).
+    std::vector<float> kl;      ///< KL(p || p^) in nats
+    std::vector<float> fisher;  ///< Var_p(s^ - s)
+    std::vector<float> a2;      ///< sum_j p_j^2 ||v_j - v^_j||^2 / ||o||^2, o = sum_j p_j v_j
+    std::vector<float> outErr;  ///< ||o - o^||^2 / ||o||^2, o^ the pass's output
+    /// Cache side, index (layer * kvHeads + kvHead) * count + (t - start).
+    std::vector<float> relK;    ///< sum_{j<=t} ||k_j - k^_j||^2 / sum_{j<=t} ||k_j||^2 (k^_j as query t reads it)
+    std::vector<float> relV;    ///< the same for values
+    /// mean_{j<=t} (k_j - k^_j)^T M (k_j - k^_j) / d, M the calibration queries' second moment: the
+    /// mean squared score error a calibration query would see on the context's keys. NaN without
+    /// queryMoments.
+    std::vector<float> calibScoreErr;
+};
+
 struct ForwardOptions {
     const KvCacheHook* cache = nullptr; ///< null: exact cache
     /// R > 0: query t sees EXACT K/V for keys t-R+1..t and the hook's for older keys (KIVI / Hugging
@@ -98,6 +128,7 @@ struct ForwardOptions {
     std::vector<RowMatrixXf>* layerInputs = nullptr;
     CaptureRequest capture;
     std::optional<ProbeRequest> probe;
+    std::optional<DamageRequest> damage;
     /// Polled between layers: true stops the pass with Error "cancelled".
     std::function<bool()> cancelled;
 };
@@ -106,6 +137,7 @@ struct ForwardResult {
     RowMatrixXf logits;                 ///< [(T - logitsStart) x vocab]
     std::vector<LayerCapture> capture;  ///< [layers] when requested (entries below startLayer or not listed empty)
     std::optional<AttentionProbe> probe;
+    std::optional<AttentionDamage> damage; ///< when requested
 };
 
 /// A decoder-only transformer (Llama, Mistral, Qwen2, GPT-2) held as float32 weights.

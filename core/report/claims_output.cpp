@@ -383,6 +383,88 @@ Claim mapAgainstOutput(const OutputRuns& runs)
     return c;
 }
 
+/// E7: paper C's proxies at model level.
+Claim paperCProxiesOutput(const EvalResult& r, const std::vector<eval::OutputProxyCell>* computed, std::uint64_t seed,
+                          int resamples)
+{
+    Claim c;
+    c.id = "E7-proxies-output";
+    c.paper = "C";
+    c.title = "Score-space key error ranks the tokens a cache damages better than raw key error";
+    c.statement = "Paper C: key error measured in score space (Fisher-weighted; deployable through calibration queries) "
+                  "predicts attention KL far better than raw key MSE. At model level: within one scheme and budget, do "
+                  "these proxies rank the scored tokens by their next-token KLD?";
+    c.criterion = "Per (scheme, budget) cell, Spearman rho over the cell's scored tokens between each proxy and the "
+                  "token's KLD, 95% bootstrap interval resampling chunks. Deployable: the calibration-weighted score "
+                  "error of the context's keys (calib_score_err) against their raw relative key error (rel_mse_k); "
+                  "oracle: the token's own Fisher score error against rel_mse_k. A check holds when the paired "
+                  "difference of rho lies above 0, is contradicted below 0, and is not testable when its interval "
+                  "covers 0. Proxies are means over layers and heads; the token's NLL under the exact cache is "
+                  "shown as the baseline that needs no cache at all.";
+    c.runs = {"model output (kvlens eval, shipped model)"};
+    const std::vector<eval::OutputProxyCell> cells = computed ? *computed : eval::outputProxyStudy(r, seed + 90, resamples);
+    Table t;
+    t.caption = "Spearman rho of each proxy with the token's KLD, per cell (" + r.spec.name + ")";
+    t.header = {"scheme", "n", "tokens"};
+    for (std::size_t p = 0; p < eval::kTokenProxyColumns.size(); ++p)
+        t.header.push_back(std::string(eval::kTokenProxyColumns[p]) + (eval::kTokenProxyDeployable[p] ? " (deployable)" : " (oracle)"));
+    t.header.push_back("nll_base (no cache)");
+    auto rhoText = [](const ChunkInterval& x) {
+        return std::isfinite(x.value) ? formatSig(x.value, 2) + " [" + formatSig(x.low, 2) + ", " + formatSig(x.high, 2) + "]"
+                                      : std::string("n/a");
+    };
+    auto gainOutcome = [](const ChunkInterval& g) {
+        if (!std::isfinite(g.low) || !std::isfinite(g.high))
+            return Outcome::NotTestable;
+        return g.low > 0.0 ? Outcome::Holds : g.high < 0.0 ? Outcome::Contradicted : Outcome::NotTestable;
+    };
+    const eval::OutputProxyCell* headline = nullptr;
+    for (const eval::OutputProxyCell& cell : cells) {
+        std::vector<std::string> row = {cell.scheme, cell.budget > 0 ? std::to_string(cell.budget) : "fixed",
+                                        std::to_string(cell.tokens)};
+        for (const ChunkInterval& x : cell.rho)
+            row.push_back(rhoText(x));
+        row.push_back(rhoText(cell.referenceNll));
+        t.rows.push_back(row);
+        const bool checked = (cell.scheme == "TQ-KV" || cell.scheme == "KIVI K, exact V") && (cell.budget == 2 || cell.budget == 3);
+        if (!checked)
+            continue;
+        if (!headline)
+            headline = &cell;
+        const std::string where = cell.scheme + " n = " + std::to_string(cell.budget);
+        Check deployable;
+        deployable.setting = where + ": deployable (calib_score_err against rel_mse_k)";
+        deployable.outcome = gainOutcome(cell.deployableGain);
+        deployable.measured = "rho " + rhoText(cell.rho[static_cast<std::size_t>(eval::TokenProxy::CalibScoreErr)]) + " against "
+                              + rhoText(cell.rho[static_cast<std::size_t>(eval::TokenProxy::RelK)]) + "; difference "
+                              + rhoText(cell.deployableGain)
+                              + (std::isfinite(cell.deployableGain.value) ? "" : " (no calibration queries in this run)");
+        c.checks.push_back(deployable);
+        Check oracle;
+        oracle.setting = where + ": oracle (fisher against rel_mse_k)";
+        oracle.outcome = gainOutcome(cell.oracleGain);
+        oracle.measured = "rho " + rhoText(cell.rho[static_cast<std::size_t>(eval::TokenProxy::Fisher)]) + " against "
+                          + rhoText(cell.rho[static_cast<std::size_t>(eval::TokenProxy::RelK)]) + "; difference "
+                          + rhoText(cell.oracleGain);
+        c.checks.push_back(oracle);
+    }
+    if (headline) {
+        int best = 0;
+        for (int p = 1; p < eval::kTokenProxyCount; ++p)
+            if (headline->rho[static_cast<std::size_t>(p)].value > headline->rho[static_cast<std::size_t>(best)].value)
+                best = p;
+        c.headline = headline->scheme + " n = " + std::to_string(headline->budget) + ": the best proxy per token is "
+                     + eval::kTokenProxyColumns[static_cast<std::size_t>(best)] + " (rho "
+                     + rhoText(headline->rho[static_cast<std::size_t>(best)]) + "); calib_score_err - rel_mse_k "
+                     + rhoText(headline->deployableGain);
+    } else {
+        c.headline = "no cell carries proxies";
+    }
+    c.tables.push_back(t);
+    decide(c);
+    return c;
+}
+
 } // namespace
 
 EvalSpec outputClaimsSpec(const std::string& modelDir, const std::string& textFile)
@@ -440,6 +522,7 @@ std::vector<Claim> outputClaims(const OutputRuns& runs)
         out.push_back(paperCHeadline(*runs.claims, runs.seed, runs.resamples));
         out.push_back(kvSplit(*runs.claims, runs.seed, runs.resamples));
         out.push_back(paperBSpectral(*runs.claims, runs.seed, runs.resamples));
+        out.push_back(paperCProxiesOutput(*runs.claims, runs.proxies, runs.seed, runs.resamples));
     }
     if (runs.advice)
         out.push_back(advisorEndToEnd(runs));

@@ -37,12 +37,16 @@ struct OutputRuns {
     std::optional<BitAllocation> uniform;          ///< the best uniform split within the same bits
     double targetBits = 3.0;
     const ResultSet* map = nullptr;                ///< the Model map run of the same model (for rho)
+    /// eval::outputProxyStudy of `claims` with seed + 90 and `resamples` when already computed (E7
+    /// computes it otherwise).
+    const std::vector<eval::OutputProxyCell>* proxies = nullptr;
     std::uint64_t seed = 1;
     int resamples = 400;
 };
 
-/// E1-E5: paper A's ordering, paper C's headline, the K-V split, paper B's SQ against TQ, and the
-/// advisor, each on the model's output; then the map against the output (a table, no verdict).
+/// E1-E5 and E7: paper A's ordering, paper C's headline, the K-V split, paper B's SQ against TQ,
+/// paper C's proxies per token, and the advisor, each on the model's output; then the map against
+/// the output (E6, a table, no verdict).
 std::vector<Claim> outputClaims(const OutputRuns& runs);
 
 } // namespace kvlens::claims

@@ -67,7 +67,8 @@ const QStringList kClaimIds = {"A1-qjl-variance",    "A2-kqv-vs-qkqv",    "A3-kl
                                "C2-fisher-proxy",     "M1-kv-asymmetry",   "M2-kqv-beats-qkqv",
                                // End to end, on the shipped model's output (kvlens eval).
                                "E1-kqv-beats-qkqv-output", "E2-headq-excess-ppl", "E3-k-dominates",
-                               "E4-sq-vs-tq-output", "E5-advisor-output", "E6-map-vs-output"};
+                               "E4-sq-vs-tq-output", "E5-advisor-output", "E6-map-vs-output",
+                               "E7-proxies-output"};
 
 } // namespace
 
@@ -124,7 +125,8 @@ private slots:
 
         // The end-to-end evaluations are written as kvlens eval writes them, with the advice.
         for (const char* f : {"/model_output/claims/eval_summary.csv", "/model_output/attribution/eval_layers.csv",
-                              "/model_output/advice/eval_summary.csv", "/model_output/allocation.json"})
+                              "/model_output/advice/eval_summary.csv", "/model_output/allocation.json",
+                              "/model_output/output_proxies.csv"})
             QVERIFY2(QFile::exists(out + QLatin1String(f)), f);
         QVERIFY(!QDir(out + QStringLiteral("/model_output/claims/figures")).exists()); // --no-figures: none of eval's either
         QVERIFY(readAll(out + QStringLiteral("/model_output/allocation.json")).contains("\"loss\": \"kld_end_to_end\""));

@@ -6,6 +6,9 @@
 #include "core/eval/drill_down.h"
 #include "core/eval/eval_files.h"
 #include "core/eval/evaluator.h"
+#include "core/report/claims_output.h"
+#include "core/rng/rng.h"
+#include "core/stats/spearman.h"
 #include "core/lm/tokenizer.h"
 #include "core/spec/allocation.h"
 #include "common/approx.h"
@@ -17,6 +20,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <random>
 
 using namespace kvlens;
 using namespace kvlens::eval;
@@ -74,6 +79,37 @@ long double klOf(const float* base, const float* quant, int vocab)
     for (int i = 0; i < vocab; ++i)
         kl += std::exp(lp[static_cast<std::size_t>(i)]) * (lp[static_cast<std::size_t>(i)] - lq[static_cast<std::size_t>(i)]);
     return kl;
+}
+
+/// A hand-made evaluation for the proxy study: cells (scheme A, n = 2) with two seeds and (scheme B,
+/// n = 2) with one, 8 chunks of 20 scored tokens, KLDs drawn from a fixed seed; `fill` sets a token's
+/// proxies from its KLD, its cell and a second uniform draw.
+EvalResult proxyEvaluation(const std::function<void(TokenProxies&, double kld, bool cellA, double noise)>& fill)
+{
+    EvalResult r;
+    r.chunksScored = 8;
+    for (int chunk = 0; chunk < 8; ++chunk)
+        for (int i = 0; i < 20; ++i)
+            r.scored.push_back(ScoredToken{chunk, 32 + i, 0, 0});
+    std::mt19937_64 rng(2026);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (const auto& [name, seed] : {std::pair<const char*, int>{"A", 0}, {"A", 1}, {"B", 0}, {"exact", 0}}) {
+        ConfigurationResult c;
+        c.name = name;
+        c.budget = std::string(name) == "exact" ? 0 : 2;
+        c.seedIndex = seed;
+        for (std::size_t t = 0; t < r.scored.size(); ++t) {
+            lm::TokenStat stat;
+            stat.kld = std::string(name) == "exact" ? 0.0 : std::exp(3.0 * u(rng) - 4.0);
+            TokenProxies p{};
+            if (std::string(name) != "exact")
+                fill(p, stat.kld, std::string(name) == "A", u(rng));
+            c.tokens.push_back(stat);
+            c.proxies.push_back(p);
+        }
+        r.configurations.push_back(std::move(c));
+    }
+    return r;
 }
 
 } // namespace
@@ -145,6 +181,153 @@ private slots:
         // A 3-bit cache does damage, and less than a 2-bit one would: the statistics are not empty.
         QVERIFY(r->configurations[0].summary.kld.mean > 1e-4);
         QVERIFY(r->configurations[0].summary.sameTop.mean < 1.0);
+    }
+
+    void proxiesAreTheForwardsDamageAveraged()
+    {
+        // Each scored token's proxies are the means over layers and heads of the damage a forward
+        // through the same planned cache reports at its position; the exact cache has none; the
+        // calibrated score error needs calibration queries and is finite and positive with them.
+        EvalSpec spec = specFor({"exact", "TQ-KV"}, {3});
+        const auto tokens = heldoutTokens(64 * 2);
+        auto r = runEval(spec, model(), tokens, std::nullopt);
+        QVERIFY2(r.ok(), r.ok() ? "" : r.error().text().c_str());
+        const ConfigurationResult& exact = r->configurations[0];
+        const ConfigurationResult& tq = r->configurations[1];
+        QCOMPARE(tq.proxies.size(), tq.tokens.size());
+        for (const TokenProxies& p : exact.proxies)
+            for (float x : p)
+                QCOMPARE(x, 0.0f);
+        const auto& config = model().config();
+        auto cache = CodecCache::plan(std::vector<SchemeConfig>(4, *findScheme("TQ-KV")), 3, config.kvHeads,
+                                      config.headDim, spec.seed(0), nullptr);
+        QVERIFY(cache.ok());
+        const std::vector<std::int32_t> ids(tokens.begin() + 64, tokens.begin() + 128); // chunk 1
+        lm::ForwardOptions options;
+        options.cache = cache->get();
+        options.damage = lm::DamageRequest{32, nullptr};
+        auto f = model().forward(ids, options);
+        QVERIFY(f.ok() && f->damage);
+        const lm::AttentionDamage& d = *f->damage;
+        for (const int i : {0, 17, 30}) {
+            const TokenProxies& p = tq.proxies[static_cast<std::size_t>(31 + i)];
+            double kl = 0, relV = 0;
+            for (int u = 0; u < d.layers * d.heads; ++u)
+                kl += d.kl[static_cast<std::size_t>(u * d.count + i)];
+            for (int u = 0; u < d.layers * d.kvHeads; ++u)
+                relV += d.relV[static_cast<std::size_t>(u * d.count + i)];
+            KVLENS_COMPARE_REL(double(p[static_cast<int>(TokenProxy::AttnKl)]), kl / (d.layers * d.heads), 1e-5);
+            KVLENS_COMPARE_REL(double(p[static_cast<int>(TokenProxy::RelV)]), relV / (d.layers * d.kvHeads), 1e-5);
+            QVERIFY(p[static_cast<int>(TokenProxy::AttnKl)] > 0.0f);
+            QVERIFY(std::isnan(p[static_cast<int>(TokenProxy::CalibScoreErr)])); // no calibration tokens
+        }
+        spec.calibrationTokens = 64;
+        auto calibrated = runEval(spec, model(), heldoutTokens(64 * 3), std::nullopt);
+        QVERIFY2(calibrated.ok(), calibrated.ok() ? "" : calibrated.error().text().c_str());
+        for (const TokenProxies& p : calibrated->configurations[1].proxies)
+            QVERIFY(std::isfinite(p[static_cast<int>(TokenProxy::CalibScoreErr)])
+                    && p[static_cast<int>(TokenProxy::CalibScoreErr)] > 0.0f);
+        // The per-token file carries them, and the study has one cell (the exact cache left out).
+        QVERIFY(tokensCsv(*r).find(",attn_kl,fisher,a2_value_error,out_rel_err,rel_mse_k,rel_mse_v,calib_score_err\n")
+                != std::string::npos);
+        const auto cells = outputProxyStudy(*r, 5, 50);
+        QCOMPARE(cells.size(), std::size_t{1});
+        QCOMPARE(cells[0].scheme, std::string("TQ-KV"));
+        QCOMPARE(cells[0].tokens, 62LL);
+    }
+
+    void proxyStudyRanksTokensWithinEachCell()
+    {
+        // attn_kl is KLD^2 in cell A and -KLD in cell B: rho 1 and -1, never pooled into ~0;
+        // calib_score_err is a noisy increasing function of the KLD, rel_mse_k noise alone.
+        const EvalResult r = proxyEvaluation([](TokenProxies& p, double kld, bool cellA, double noise) {
+            p[static_cast<int>(TokenProxy::AttnKl)] = static_cast<float>(cellA ? kld * kld : -kld);
+            p[static_cast<int>(TokenProxy::CalibScoreErr)] = static_cast<float>(std::log(kld) + 0.5 * noise);
+            p[static_cast<int>(TokenProxy::RelK)] = static_cast<float>(noise);
+            p[static_cast<int>(TokenProxy::Fisher)] = std::numeric_limits<float>::quiet_NaN(); // never finite
+        });
+        const auto cells = outputProxyStudy(r, 7, 200);
+        QCOMPARE(cells.size(), std::size_t{2}); // A (two seeds pooled) and B; the exact cache left out
+        QCOMPARE(cells[0].scheme, std::string("A"));
+        QCOMPARE(cells[0].tokens, 320LL);
+        QCOMPARE(cells[1].tokens, 160LL);
+        const auto& klA = cells[0].rho[static_cast<int>(TokenProxy::AttnKl)];
+        const auto& klB = cells[1].rho[static_cast<int>(TokenProxy::AttnKl)];
+        QCOMPARE(klA.value, 1.0);
+        QCOMPARE(klA.low, 1.0); // every resample ranks them perfectly
+        QCOMPARE(klB.value, -1.0);
+        QVERIFY(std::isnan(cells[0].rho[static_cast<int>(TokenProxy::Fisher)].value));
+        // Independent: rho of calib_score_err in cell B from stats::spearman on the same pairs.
+        std::vector<double> x, y;
+        for (std::size_t t = 0; t < r.scored.size(); ++t) {
+            x.push_back(r.configurations[2].proxies[t][static_cast<int>(TokenProxy::CalibScoreErr)]);
+            y.push_back(r.configurations[2].tokens[t].kld);
+        }
+        KVLENS_COMPARE_ABS(cells[1].rho[static_cast<int>(TokenProxy::CalibScoreErr)].value, stats::spearman(x, y), 1e-12);
+        const auto& calib = cells[1].rho[static_cast<int>(TokenProxy::CalibScoreErr)];
+        QVERIFY(calib.value > 0.7 && calib.low < calib.value && calib.high > calib.value);
+        QVERIFY(std::abs(cells[1].rho[static_cast<int>(TokenProxy::RelK)].value) < 0.2);
+        // The paired gain is the difference on the full sample, and its interval lies above 0.
+        KVLENS_COMPARE_ABS(cells[1].deployableGain.value,
+                           calib.value - cells[1].rho[static_cast<int>(TokenProxy::RelK)].value, 1e-12);
+        QVERIFY(cells[1].deployableGain.low > 0.5);
+        // The interval against an independent bootstrap: the same draws of chunks (cell B: seed 7 + 1000),
+        // each resample expanded token by token and ranked by stats::spearman, the same percentiles.
+        Rng rng(EngineKind::Pcg64, 7 + 1000, Stream::Statistics);
+        std::vector<double> rhos;
+        for (int b = 0; b < 200; ++b) {
+            std::vector<double> w(8, 0.0);
+            for (int i = 0; i < 8; ++i)
+                w[static_cast<std::size_t>(rng.below(8))] += 1.0;
+            std::vector<double> bx, by;
+            for (std::size_t t = 0; t < r.scored.size(); ++t)
+                for (int copy = 0; copy < static_cast<int>(w[static_cast<std::size_t>(r.scored[t].chunk)]); ++copy) {
+                    bx.push_back(x[t]);
+                    by.push_back(y[t]);
+                }
+            rhos.push_back(stats::spearman(bx, by));
+        }
+        std::sort(rhos.begin(), rhos.end());
+        auto at = [&](double q) {
+            const double pos = q * static_cast<double>(rhos.size() - 1);
+            const auto i = static_cast<std::size_t>(pos);
+            return rhos[i] * (1.0 - (pos - i)) + rhos[i + 1] * (pos - i);
+        };
+        KVLENS_COMPARE_ABS(calib.low, at(0.025), 1e-12);
+        KVLENS_COMPARE_ABS(calib.high, at(0.975), 1e-12);
+        // The CSV holds one row per cell.
+        const std::string csv = outputProxiesCsv(cells);
+        QVERIFY(csv.find("\nA,2,320,1,1,1,") != std::string::npos);
+        QVERIFY(csv.find("\nB,2,160,-1,") != std::string::npos);
+    }
+
+    void theProxyClaimFollowsTheNumbers()
+    {
+        // E7 holds when the calibrated score error ranks tokens and raw key error does not, and is
+        // contradicted when they swap roles.
+        auto claimFor = [](bool scoreSpaceRanks) {
+            EvalResult r = proxyEvaluation([scoreSpaceRanks](TokenProxies& p, double kld, bool, double noise) {
+                const double ranked = std::log(kld) + 0.5 * noise;
+                p[static_cast<int>(TokenProxy::CalibScoreErr)] = static_cast<float>(scoreSpaceRanks ? ranked : noise);
+                p[static_cast<int>(TokenProxy::RelK)] = static_cast<float>(scoreSpaceRanks ? noise : ranked);
+                p[static_cast<int>(TokenProxy::Fisher)] = static_cast<float>(scoreSpaceRanks ? ranked : noise);
+            });
+            for (ConfigurationResult& c : r.configurations)
+                if (c.name == "A")
+                    c.name = "TQ-KV";
+            claims::OutputRuns runs;
+            runs.claims = &r;
+            runs.resamples = 200;
+            for (claims::Claim& c : claims::outputClaims(runs))
+                if (c.id == "E7-proxies-output")
+                    return c;
+            return claims::Claim{};
+        };
+        const claims::Claim holds = claimFor(true), contradicted = claimFor(false);
+        QCOMPARE(holds.checks.size(), std::size_t{2}); // TQ-KV n = 2: deployable and oracle
+        QCOMPARE(holds.verdict, claims::Verdict::Holds);
+        QCOMPARE(contradicted.verdict, claims::Verdict::Contradicted);
+        QVERIFY2(holds.headline.find("TQ-KV n = 2") == 0, holds.headline.c_str());
     }
 
     void aQuantizedCacheNeverReadsALaterToken_data()

@@ -111,6 +111,37 @@ private:
     float m_delta;
 };
 
+/// Adds deterministic pseudo-random noise of amplitude `amp` to every K and V entry.
+class NoiseHook : public KvCacheHook {
+public:
+    explicit NoiseHook(float amp) : m_amp(amp) {}
+    bool quantizes(int) const override { return true; }
+    void apply(int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat,
+               RowMatrixXf& vhat) const override
+    {
+        khat = k;
+        vhat = v;
+        for (Eigen::Index r = 0; r < k.rows(); ++r)
+            for (Eigen::Index c = 0; c < k.cols(); ++c) {
+                khat(r, c) += m_amp * noise(layer, kvHead, r, c, 1);
+                vhat(r, c) += m_amp * noise(layer, kvHead, r, c, 2);
+            }
+    }
+    /// A value in [-1, 1) from a hash of the indices.
+    static float noise(int layer, int kvHead, Eigen::Index r, Eigen::Index c, int salt)
+    {
+        std::uint64_t h = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(1 + layer + 7 * kvHead + 131 * salt)
+                          ^ static_cast<std::uint64_t>(r * 1009 + c * 31);
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        return static_cast<float>(static_cast<double>(h >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+
+private:
+    float m_amp;
+};
+
 /// Writes a wrong shape or a NaN.
 class BrokenHook : public KvCacheHook {
 public:
@@ -336,6 +367,134 @@ private slots:
             KVLENS_COMPARE_ABS(double(r->probe->cacheScores[j] - r->probe->exactScores[j]), offset, 1e-4);
     }
 
+    void damageMatchesProbeAndCapture_data()
+    {
+        QTest::addColumn<int>("residual");
+        QTest::newRow("every key from the cache") << 0;
+        QTest::newRow("residual window of 5") << 5;
+    }
+
+    /// The per-query damage against independent computations: KL and Fisher from the probe's exact and
+    /// cache scores of the same query, the attention outputs and the key and value errors from the
+    /// captured K, V and the hook's own output, the calibrated score error with a known moment.
+    void damageMatchesProbeAndCapture()
+    {
+        QFETCH(int, residual);
+        const Transformer m = loadModel(kModels + "/llama_gqa");
+        const auto tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        const ModelConfig& c = m.config();
+        const int T = static_cast<int>(tokens.size()), start = 12, hd = c.headDim;
+        const NoiseHook hook(0.3f);
+        // M = 2 I in layer 0, 3 I in layer 1: the score error is M's scale times ||k - k^||^2 / d.
+        std::vector<std::vector<Eigen::MatrixXf>> moments(static_cast<std::size_t>(c.layers));
+        for (int l = 0; l < c.layers; ++l)
+            moments[static_cast<std::size_t>(l)].assign(static_cast<std::size_t>(c.kvHeads),
+                                                        Eigen::MatrixXf::Identity(hd, hd) * float(2 + l));
+        ForwardOptions o;
+        o.cache = &hook;
+        o.residual = residual;
+        o.damage = DamageRequest{start, &moments};
+        o.capture = {0, T};
+        auto full = m.forward(tokens, o);
+        QVERIFY(full && full->damage);
+        const AttentionDamage& d = *full->damage;
+        QCOMPARE(d.count, T - start);
+        QCOMPARE(d.kl.size(), std::size_t(c.layers * c.heads * (T - start)));
+        QCOMPARE(d.relK.size(), std::size_t(c.layers * c.kvHeads * (T - start)));
+        int checked = 0;
+        for (int layer = 0; layer < c.layers; ++layer)
+            for (int head : {0, 3})
+                for (int t : {start, 20, T - 1}) {
+                    ForwardOptions po = o;
+                    po.damage.reset();
+                    po.capture = {};
+                    po.probe = ProbeRequest{layer, head, t};
+                    auto pr = m.forward(tokens, po);
+                    QVERIFY(pr && pr->probe);
+                    const AttentionProbe& p = *pr->probe;
+                    double kl = 0, m1 = 0, m2 = 0;
+                    for (int j = 0; j <= t; ++j) {
+                        const double pj = p.exactProbs[std::size_t(j)];
+                        const double delta = double(p.cacheScores[std::size_t(j)]) - p.exactScores[std::size_t(j)];
+                        kl += pj * std::log(pj / p.cacheProbs[std::size_t(j)]);
+                        m1 += pj * delta;
+                        m2 += pj * delta * delta;
+                    }
+                    const std::size_t at = std::size_t((layer * c.heads + head) * d.count + (t - start));
+                    QVERIFY(kl > 1e-4); // the noise moves the weights
+                    KVLENS_COMPARE_REL(double(d.kl[at]), kl, 1e-3);
+                    KVLENS_COMPARE_REL(double(d.fisher[at]), m2 - m1 * m1, 1e-3);
+
+                    // Outputs: o from the exact weights over the captured V, o^ from the cache's weights over
+                    // the values the query read (the hook's beyond the residual window).
+                    const LayerCapture& cap = full->capture[std::size_t(layer)];
+                    const int g = p.kvHead;
+                    auto at3 = [&](const std::vector<float>& x, int j, int i) {
+                        return double(x[std::size_t((g * T + j) * hd + i)]);
+                    };
+                    const int cached = residual > 0 ? t - residual + 1 : t + 1; // keys [0, cached) read the hook's
+                    Eigen::VectorXd oe = Eigen::VectorXd::Zero(hd), oq = oe;
+                    double a2 = 0;
+                    for (int j = 0; j <= t; ++j) {
+                        double err = 0;
+                        for (int i = 0; i < hd; ++i) {
+                            const double v = at3(cap.v, j, i);
+                            const double vh = j < cached ? v + 0.3 * double(NoiseHook::noise(layer, g, j, i, 2)) : v;
+                            oe(i) += p.exactProbs[std::size_t(j)] * v;
+                            oq(i) += p.cacheProbs[std::size_t(j)] * vh;
+                            err += (v - vh) * (v - vh);
+                        }
+                        a2 += p.exactProbs[std::size_t(j)] * p.exactProbs[std::size_t(j)] * err;
+                    }
+                    KVLENS_COMPARE_REL(double(d.outErr[at]), (oe - oq).squaredNorm() / oe.squaredNorm(), 2e-3);
+                    KVLENS_COMPARE_REL(double(d.a2[at]), a2 / oe.squaredNorm(), 1e-3);
+
+                    // The cache side of this query's KV head.
+                    double keyErr = 0, keyEnergy = 0, valueErr = 0, valueEnergy = 0;
+                    for (int j = 0; j <= t; ++j)
+                        for (int i = 0; i < hd; ++i) {
+                            const double k = at3(cap.k, j, i), v = at3(cap.v, j, i);
+                            const double ek = j < cached ? 0.3 * double(NoiseHook::noise(layer, g, j, i, 1)) : 0.0;
+                            const double ev = j < cached ? 0.3 * double(NoiseHook::noise(layer, g, j, i, 2)) : 0.0;
+                            keyErr += ek * ek;
+                            valueErr += ev * ev;
+                            keyEnergy += k * k;
+                            valueEnergy += v * v;
+                        }
+                    const std::size_t side = std::size_t((layer * c.kvHeads + g) * d.count + (t - start));
+                    KVLENS_COMPARE_REL(double(d.relK[side]), keyErr / keyEnergy, 1e-4);
+                    KVLENS_COMPARE_REL(double(d.relV[side]), valueErr / valueEnergy, 1e-4);
+                    KVLENS_COMPARE_REL(double(d.calibScoreErr[side]), (2 + layer) * keyErr / hd / (t + 1), 1e-4);
+                    ++checked;
+                }
+        QCOMPARE(checked, c.layers * 2 * 3);
+    }
+
+    /// A constant shift of every key moves every score of a query by q.shift: the softmax, so the KL
+    /// and the Fisher error, do not see it, while the key error does; no hook: no damage at all.
+    void damageIgnoresAShiftTheSoftmaxCannotSee()
+    {
+        const Transformer m = loadModel(kModels + "/llama_gqa");
+        const auto tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        PerturbHook keysShifted([](int) { return true; }, {}, 0.25f);
+        ForwardOptions o;
+        o.damage = DamageRequest{4, nullptr};
+        auto exact = m.forward(tokens, o);
+        QVERIFY(exact && exact->damage);
+        for (const auto* v : {&exact->damage->kl, &exact->damage->fisher, &exact->damage->relK, &exact->damage->outErr})
+            QVERIFY(std::all_of(v->begin(), v->end(), [](float x) { return x == 0.0f; }));
+        QVERIFY(std::isnan(exact->damage->calibScoreErr.front())); // no calibration queries
+        o.cache = &keysShifted;
+        auto shifted = m.forward(tokens, o);
+        QVERIFY(shifted && shifted->damage);
+        const AttentionDamage& d = *shifted->damage;
+        const double maxKl = *std::max_element(d.kl.begin(), d.kl.end());
+        const double maxFisher = *std::max_element(d.fisher.begin(), d.fisher.end());
+        const double minRelK = *std::min_element(d.relK.begin(), d.relK.end());
+        QVERIFY2(maxKl < 1e-6 && maxFisher < 1e-6, qPrintable(QString("KL %1, Fisher %2").arg(maxKl).arg(maxFisher)));
+        QVERIFY(minRelK > 1e-3);
+    }
+
     /// Starting at layer L from the captured input of layer L gives the full pass's logits, with or
     /// without a hook that quantizes only layer L (per-layer attribution).
     void resumption()
@@ -413,6 +572,8 @@ private slots:
         QTest::newRow("probe position") << 12 << "probe: position 32 must be in [0, 31]";
         QTest::newRow("hook shape") << 13 << "cache: the cache hook returned khat of shape [31 x 16] for layer 0, KV head";
         QTest::newRow("hook NaN") << 14 << "cache: the cache hook returned a non-finite vhat value for layer 0, KV head";
+        QTest::newRow("damage start") << 15 << "damage: start 32 must be in [0, 31]";
+        QTest::newRow("damage moments") << 16 << "damage: queryMoments must hold a finite [16 x 16] matrix per layer (2)";
     }
 
     void refusals()
@@ -424,6 +585,7 @@ private slots:
         ForwardOptions o;
         RowMatrixXf hidden = RowMatrixXf::Zero(32, 63);
         BrokenHook shape(false), nan(true);
+        const std::vector<std::vector<Eigen::MatrixXf>> badMoments(2, std::vector<Eigen::MatrixXf>(2, Eigen::MatrixXf::Zero(8, 8)));
         Result<ForwardResult> r = Error{"", "not run"};
         switch (kind) {
         case 0: tokens.clear(); break;
@@ -445,6 +607,8 @@ private slots:
         case 12: o.probe = ProbeRequest{0, 0, 32}; break;
         case 13: o.cache = &shape; break;
         case 14: o.cache = &nan; break;
+        case 15: o.damage = DamageRequest{32, nullptr}; break;
+        case 16: o.damage = DamageRequest{0, &badMoments}; break;
         }
         if (kind != 3 && kind != 4)
             r = m.forward(tokens, o);

@@ -83,6 +83,10 @@ ModelRun handMadeRun()
         }
         r->topBase.push_back(base);
         c.top.push_back(quant);
+        eval::TokenProxies proxies{};
+        for (int k = 0; k < eval::kTokenProxyCount; ++k)
+            proxies[static_cast<std::size_t>(k)] = static_cast<float>((k + 1) * 0.0125 * (i + 1));
+        c.proxies.push_back(proxies);
     }
     c.summary = *lm::summarizeNextTokens(c.tokens);
     r->configurations.push_back(c);
@@ -193,6 +197,12 @@ void TestOutputView::hoverHoldsTheTopFiveUnderBoth()
         QVERIFY(text.contains(QStringLiteral("KV n=3 %1").arg(t.nllQ, 0, 'f', 3)) || text.contains(QString::number(t.nllQ, 'f', 3)));
         QVERIFY(text.contains(QStringLiteral("KLD %1").arg(QString::number(t.kld, 'g', 3))));
         QVERIFY(text.contains(QStringLiteral("<b>w%1</b>").arg(5 + i))); // the predicted token
+        // The token's attention-level proxies (means over layers and heads), each named.
+        const eval::TokenProxies& p = run.result->configurations[0].proxies[static_cast<std::size_t>(i)];
+        for (const auto proxy : {eval::TokenProxy::AttnKl, eval::TokenProxy::Fisher, eval::TokenProxy::RelK})
+            QVERIFY2(text.contains(QStringLiteral("%1 %2").arg(QLatin1String(eval::kTokenProxyColumns[static_cast<std::size_t>(proxy)]),
+                                                             QString::number(p[static_cast<std::size_t>(proxy)], 'g', 3))),
+                     qPrintable(text));
     }
     // The tooltip event shows that text.
     const QRect box = v.text()->scoredRect(1);
