@@ -5,6 +5,7 @@
 #include "app/resources.h"
 
 #include "app/experiment_worker.h"
+#include "widgets/advisor_panel.h"
 #include "widgets/model_map_view.h"
 #include "widgets/output_view.h"
 #include "widgets/run_compare_view.h"
@@ -181,6 +182,10 @@ MainWindow::MainWindow(bool restoreSettings, QWidget* parent)
                 if (error.isEmpty() && !cancelled)
                     map->setEvaluation(m_output->modelRun().result);
             });
+            // The advisor measures its advice end to end on the Output tab's model and text.
+            auto source = [this, map] { map->advisor()->setModelSource(m_output->modelDir(), m_output->textFile()); };
+            connect(m_output, &widgets::OutputView::sourceChanged, map, source);
+            source();
         }
 
     m_status = new QLabel(this);

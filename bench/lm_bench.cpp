@@ -177,6 +177,9 @@ int main(int argc, char** argv)
         CopyHook hook;
         half.cache = &hook;
         gpt2.push_back(measure("  ... with a copying cache hook", m, tokens, half));
+        half.damage = DamageRequest{256, nullptr};
+        gpt2.push_back(measure("  ... and the proxies' damage, second half", m, tokens, half));
+        half.damage.reset();
         half.residual = 128;
         gpt2.push_back(measure("  ... and a residual window of 128", m, tokens, half));
     }
@@ -195,6 +198,13 @@ int main(int argc, char** argv)
                           m->config().flopsPerToken(512) / 1e9);
             tinyLine = line;
             tiny.push_back(measure("512 bytes of heldout.txt, all logits", *m, tokens, {}));
+            ForwardOptions half;
+            half.logitsStart = 256;
+            CopyHook hook;
+            half.cache = &hook;
+            tiny.push_back(measure("  second half's logits, copying cache hook", *m, tokens, half));
+            half.damage = DamageRequest{256, nullptr};
+            tiny.push_back(measure("  ... and the proxies' damage, second half", *m, tokens, half));
             const std::vector<std::int32_t> first(tokens.begin(), tokens.begin() + 128);
             tiny.push_back(measure("128 bytes, all logits", *m, first, {}));
         } else {

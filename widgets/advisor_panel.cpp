@@ -5,12 +5,18 @@
 
 #include "widgets/plot_widget.h"
 
+#include "core/analysis/eval_analysis.h"
+#include "core/eval/evaluator.h"
+#include "core/report/claims_output.h"
+
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFormLayout>
 #include <QHeaderView>
+#include <QFileInfo>
 #include <QLabel>
+#include <QPushButton>
 #include <QSlider>
 #include <QTableWidget>
 #include <QTimer>
@@ -20,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kvlens::widgets {
 
@@ -66,6 +73,26 @@ AdvisorPanel::AdvisorPanel(QWidget* parent) : QWidget(parent)
     m_verdict->setWordWrap(true);
     m_verdict->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_verdict);
+    m_measureButton = new QPushButton(QStringLiteral("Measure end to end"), this);
+    m_measureButton->setToolTip(QStringLiteral("Run the model of the Output tab over its text with the advice, the best "
+                                               "uniform split, TQ-KV and llama.cpp's K/V pairs, and compare their "
+                                               "next-token KLD (intervals over chunks)."));
+    m_measured = new QLabel(this);
+    m_measured->setWordWrap(true);
+    m_measured->setTextFormat(Qt::RichText);
+    m_measured->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_measured->setVisible(false);
+    layout->addWidget(m_measureButton);
+    layout->addWidget(m_measured);
+    m_measurePoll = new QTimer(this);
+    m_measurePoll->setInterval(200);
+    connect(m_measurePoll, &QTimer::timeout, this, &AdvisorPanel::pollMeasurement);
+    connect(m_measureButton, &QPushButton::clicked, this, [this] {
+        if (m_measuring)
+            cancelMeasurement();
+        else
+            measure();
+    });
     m_plot = new QCustomPlot(this);
     m_plot->setMinimumHeight(150);
     m_plot->xAxis->setLabel(QStringLiteral("average bits per coordinate"));
@@ -97,6 +124,7 @@ AdvisorPanel::AdvisorPanel(QWidget* parent) : QWidget(parent)
 AdvisorPanel::~AdvisorPanel()
 {
     m_jobs.cancel();
+    m_measureJobs.cancel();
 }
 
 void AdvisorPanel::setResults(std::shared_ptr<const ResultSet> results)
@@ -222,6 +250,12 @@ void AdvisorPanel::updateAdvice()
         }
     m_table->resizeColumnsToContents();
     m_verdict->setText(verdictText());
+    // A measurement belongs to the advice it measured.
+    const bool sameAdvice = m_advice && m_measurement && m_measurement->advice.kBits == m_advice->kBits
+                            && m_measurement->advice.vBits == m_advice->vBits;
+    if ((m_measurement || m_measuring) && !sameAdvice)
+        discardMeasurement();
+    updateMeasureButton();
     drawFront();
     emit adviceChanged();
 }
@@ -253,8 +287,8 @@ QString AdvisorPanel::verdictText() const
             .arg(m_uniform->bits, 0, 'f', 2)
             .arg(m_uniform->loss, 0, 'g', 3);
     return QStringLiteral("The advice (%1 bits) predicts %2 % less loss than the best uniform split of ≤ %3 bits "
-                          "(%4 at %5 bits): %6 against %7. Predicted from single-path curves; --batch measures it "
-                          "(allocation_check.csv).")
+                          "(%4 at %5 bits): %6 against %7. Predicted from single-path curves: measure it end to end "
+                          "below (or --batch, allocation_check.csv).")
         .arg(m_advice->bits, 0, 'f', 2)
         .arg(gain, 0, 'f', 0)
         .arg(budget, 0, 'f', 2)
@@ -314,6 +348,216 @@ void AdvisorPanel::drawFront()
     if (y.lower > 0.0)
         m_plot->yAxis->setRange(y.lower / 1.5, y.upper * 1.5);
     m_plot->replot();
+}
+
+void AdvisorPanel::setModelSource(const QString& modelDir, const QString& textFile)
+{
+    if (modelDir == m_modelDir && textFile == m_textFile)
+        return;
+    m_modelDir = modelDir;
+    m_textFile = textFile;
+    if (m_measurement || m_measuring)
+        discardMeasurement();
+    updateMeasureButton();
+}
+
+void AdvisorPanel::updateMeasureButton()
+{
+    m_measureButton->setText(m_measuring ? QStringLiteral("Cancel the measurement") : QStringLiteral("Measure end to end"));
+    m_measureButton->setEnabled(m_measuring || (m_advice.has_value() && !m_modelDir.isEmpty() && !m_textFile.isEmpty()));
+    const QString text = measuredText();
+    m_measured->setText(m_measurement ? text : text.toHtmlEscaped());
+    m_measured->setVisible(!text.isEmpty());
+}
+
+void AdvisorPanel::discardMeasurement()
+{
+    if (m_measuring)
+        m_measureJobs.cancel();
+    m_measureJobs.start(); // whatever the old job returns is stale now
+    m_measuring = false;
+    m_measurePoll->stop();
+    m_measurement.reset();
+    m_measureStatus.clear();
+    updateMeasureButton();
+}
+
+void AdvisorPanel::measure(int chunks)
+{
+    if (!m_advice || m_modelDir.isEmpty() || m_textFile.isEmpty())
+        return;
+    const quint64 id = m_measureJobs.start();
+    m_measurement.reset();
+    m_measuring = true;
+    const std::string modelDir = m_modelDir.toStdString(), textFile = m_textFile.toStdString();
+    const BitAllocation advice = *m_advice;
+    const std::optional<BitAllocation> uniform = m_uniform;
+    const QString source = QStringLiteral("%1 on %2").arg(QFileInfo(m_modelDir).fileName(), QFileInfo(m_textFile).fileName());
+    auto progress = std::make_shared<MeasureProgress>();
+    m_measureProgress = progress;
+    auto cancel = m_measureJobs.cancelFlag();
+    auto* watcher = new QFutureWatcher<AdviceMeasurement>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+        acceptMeasurement(watcher->result());
+        watcher->deleteLater();
+    });
+    watcher->setFuture(QtConcurrent::run([id, modelDir, textFile, advice, uniform, source, chunks, progress, cancel] {
+        AdviceMeasurement out;
+        out.request = id;
+        out.advice = advice;
+        out.uniform = uniform;
+        out.source = source;
+        EvalSpec spec = claims::adviceCheckSpec(modelDir, textFile, advice, uniform);
+        if (chunks > 0)
+            spec.chunks = chunks;
+        eval::EvalCallbacks callbacks;
+        callbacks.cancelled = [cancel] { return cancel->load(); };
+        callbacks.progress = [progress](double done, double total, const std::string& stage) {
+            std::lock_guard lock(progress->mutex);
+            progress->done = done;
+            progress->total = total;
+            progress->stage = stage;
+        };
+        auto r = eval::runEval(spec, callbacks);
+        if (!r) {
+            out.error = QString::fromStdString(r.error().text());
+            return out;
+        }
+        if (r->cancelled) {
+            out.cancelled = true;
+            return out;
+        }
+        constexpr std::uint64_t kSeed = 71; // --reproduce's E5: seed 1 + 70
+        constexpr int kResamples = 400;
+        out.chunks = r->chunksScored;
+        for (std::size_t i = 0; i < r->configurations.size(); ++i) {
+            const eval::ConfigurationResult& c = r->configurations[i];
+            const eval::ChunkInterval k = eval::meanKld(*r, static_cast<int>(i), kSeed, kResamples);
+            AdviceMeasurement::Row row;
+            row.name = QString::fromStdString(c.name) + (c.budget > 0 ? QStringLiteral(" n = %1").arg(c.budget) : QString());
+            row.bits = 0.5 * (c.bitsK + c.bitsV);
+            row.kld = k.value;
+            row.low = k.low;
+            row.high = k.high;
+            out.rows.push_back(row);
+        }
+        out.adviceRow = eval::findConfiguration(*r, "advice", 0);
+        out.uniformRow = eval::findConfiguration(*r, "best uniform split", 0);
+        out.ratio = out.ratioLow = out.ratioHigh = std::numeric_limits<double>::quiet_NaN();
+        if (out.adviceRow >= 0 && out.uniformRow >= 0) {
+            const eval::ChunkInterval ratio = eval::kldRatio(*r, out.uniformRow, out.adviceRow, kSeed, kResamples);
+            out.ratio = ratio.value;
+            out.ratioLow = ratio.low;
+            out.ratioHigh = ratio.high;
+        }
+        return out;
+    }));
+    m_measureClock.start();
+    m_measureStatus = QStringLiteral("measuring end to end: loading %1…").arg(source);
+    m_measurePoll->start();
+    updateMeasureButton();
+}
+
+void AdvisorPanel::cancelMeasurement()
+{
+    if (!m_measuring)
+        return;
+    m_measureJobs.cancel();
+    m_measureStatus = QStringLiteral("cancelling the measurement…");
+    updateMeasureButton();
+}
+
+void AdvisorPanel::pollMeasurement()
+{
+    if (!m_measuring || !m_measureProgress)
+        return;
+    double done = 0.0, total = 0.0;
+    std::string stage;
+    {
+        std::lock_guard lock(m_measureProgress->mutex);
+        done = m_measureProgress->done;
+        total = m_measureProgress->total;
+        stage = m_measureProgress->stage;
+    }
+    if (total <= 0.0 || m_measureStatus.startsWith(QStringLiteral("cancelling")))
+        return;
+    const double elapsed = m_measureClock.elapsed() / 1000.0;
+    const double share = std::clamp(done / total, 0.0, 1.0);
+    QString eta;
+    if (share > 0.02)
+        eta = QStringLiteral(" · about %1 s left").arg(std::max(0.0, elapsed * (1.0 - share) / share), 0, 'f', 0);
+    m_measureStatus = QStringLiteral("measuring end to end: %1 %%2 · %3").arg(100.0 * share, 0, 'f', 0).arg(eta, QString::fromStdString(stage));
+    updateMeasureButton();
+}
+
+void AdvisorPanel::acceptMeasurement(const AdviceMeasurement& m)
+{
+    if (!m_measureJobs.accept(m.request))
+        return;
+    m_measuring = false;
+    m_measurePoll->stop();
+    if (!m.error.isEmpty())
+        m_measureStatus = QStringLiteral("The measurement failed: %1").arg(m.error);
+    else if (m.cancelled)
+        m_measureStatus = QStringLiteral("The measurement was cancelled; nothing is shown for it.");
+    else {
+        m_measurement = m;
+        m_measureStatus.clear();
+    }
+    updateMeasureButton();
+}
+
+bool AdvisorPanel::waitUntilMeasured(int timeoutMs)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (m_measuring && clock.elapsed() < timeoutMs) {
+        QEventLoop loop;
+        QTimer::singleShot(20, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    return !m_measuring;
+}
+
+QString AdvisorPanel::measuredText() const
+{
+    if (!m_measurement)
+        return m_measureStatus;
+    const AdviceMeasurement& m = *m_measurement;
+    auto interval = [](double v, double lo, double hi) {
+        return QStringLiteral("%1 [%2, %3]").arg(v, 0, 'g', 3).arg(lo, 0, 'g', 3).arg(hi, 0, 'g', 3);
+    };
+    QString t = QStringLiteral("<b>Measured end to end</b> (%1, %2 chunks; mean next-token KLD, 95% interval over chunks): ")
+                    .arg(m.source.toHtmlEscaped())
+                    .arg(m.chunks);
+    if (m.adviceRow >= 0) {
+        const auto& a = m.rows[static_cast<std::size_t>(m.adviceRow)];
+        t += QStringLiteral("the advice %1 at %2 bits").arg(interval(a.kld, a.low, a.high)).arg(a.bits, 0, 'f', 2);
+    }
+    if (m.uniformRow >= 0 && m.uniform) {
+        const auto& u = m.rows[static_cast<std::size_t>(m.uniformRow)];
+        t += QStringLiteral("; the best uniform split (%1) %2 at %3 bits. The uniform split does %4 times the advice's damage: ")
+                 .arg(widths(*m.uniform), interval(u.kld, u.low, u.high))
+                 .arg(u.bits, 0, 'f', 2)
+                 .arg(interval(m.ratio, m.ratioLow, m.ratioHigh));
+        if (std::isfinite(m.ratioLow) && m.ratioLow > 1.0)
+            t += QStringLiteral("the advice wins beyond the interval.");
+        else if (std::isfinite(m.ratioHigh) && m.ratioHigh < 1.0)
+            t += QStringLiteral("the uniform split wins: the per-layer losses do not add up on this model.");
+        else
+            t += QStringLiteral("the interval covers 1, so this text cannot separate them.");
+    } else {
+        t += QStringLiteral("; no uniform split fits the target.");
+    }
+    QStringList others;
+    for (int i = 0; i < static_cast<int>(m.rows.size()); ++i)
+        if (i != m.adviceRow && i != m.uniformRow)
+            others << QStringLiteral("%1 (%2 bits) %3").arg(m.rows[static_cast<std::size_t>(i)].name.toHtmlEscaped())
+                          .arg(m.rows[static_cast<std::size_t>(i)].bits, 0, 'f', 2)
+                          .arg(m.rows[static_cast<std::size_t>(i)].kld, 0, 'g', 3);
+    if (!others.isEmpty())
+        t += QStringLiteral(" Beside them: ") + others.join(QStringLiteral("; ")) + QStringLiteral(".");
+    return t;
 }
 
 bool AdvisorPanel::waitUntilComputed(int timeoutMs)

@@ -8,14 +8,19 @@
 #include "core/spec/result.h"
 #include "widgets/job_tracker.h"
 
+#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QWidget>
 
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 class QComboBox;
+class QPushButton;
+class QTimer;
 class QLabel;
 class QSlider;
 class QTableWidget;
@@ -29,6 +34,27 @@ struct AdvisorCurves {
     QString error; ///< the advisor's refusal (a layer without finite curves; no K-only / V-only)
     std::vector<LayerCurves> curves;
     std::vector<BitAllocation> front;
+};
+
+/// The advice measured end to end (kvlens eval of claims::adviceCheckSpec: the advice, the best
+/// uniform split, TQ-KV at n = 2 and 3, llama.cpp's K/V pairs), computed off the GUI thread.
+struct AdviceMeasurement {
+    quint64 request = 0;
+    QString error;
+    bool cancelled = false;
+    BitAllocation advice;            ///< the advice that was measured
+    std::optional<BitAllocation> uniform;
+    QString source;                  ///< "MODEL on TEXT"
+    int chunks = 0;
+    struct Row {
+        QString name;
+        double bits = 0.0;                       ///< mean of K and V bits per coordinate
+        double kld = 0.0, low = 0.0, high = 0.0; ///< mean KLD and its 95% interval over chunks
+    };
+    std::vector<Row> rows;           ///< every configuration, in the spec's order
+    int adviceRow = -1, uniformRow = -1;
+    /// The best uniform split's mean KLD over the advice's, paired by chunk (NaN without a uniform split).
+    double ratio = 0.0, ratioLow = 0.0, ratioHigh = 0.0;
 };
 
 class AdvisorPanel final : public QWidget {
@@ -58,14 +84,37 @@ public:
     QTableWidget* table() const { return m_table; }
     QCustomPlot* plot() const { return m_plot; }
 
+    /// The model folder and text the measured check runs on (the Output tab's); empty disables it.
+    void setModelSource(const QString& modelDir, const QString& textFile);
+    /// Runs the current advice end to end (chunks 0: every chunk of the text); progress, ETA and
+    /// cancel on the panel. A new advice or run discards the measurement.
+    void measure(int chunks = 0);
+    void cancelMeasurement();
+    bool measuring() const { return m_measuring; }
+    /// Waits (in an event loop) until no measurement is running.
+    bool waitUntilMeasured(int timeoutMs);
+    const std::optional<AdviceMeasurement>& measurement() const { return m_measurement; }
+    /// The measured line under the verdict (empty before a measurement).
+    QString measuredText() const;
+    QPushButton* measureButton() const { return m_measureButton; }
+
 signals:
     void adviceChanged();
 
 private:
+    struct MeasureProgress {
+        std::mutex mutex;
+        double done = 0.0, total = 0.0;
+        std::string stage;
+    };
     void compute();
     void accept(const AdvisorCurves& outcome);
     void updateAdvice();
     void drawFront();
+    void acceptMeasurement(const AdviceMeasurement& m);
+    void pollMeasurement();
+    void discardMeasurement();
+    void updateMeasureButton();
 
     QComboBox* m_statistic = nullptr;
     QComboBox* m_loss = nullptr;
@@ -82,6 +131,17 @@ private:
     QString m_error;
     JobTracker m_jobs;
     QFutureWatcher<AdvisorCurves>* m_watcher = nullptr;
+
+    QPushButton* m_measureButton = nullptr;
+    QLabel* m_measured = nullptr;
+    QString m_modelDir, m_textFile;
+    JobTracker m_measureJobs;
+    bool m_measuring = false;
+    std::optional<AdviceMeasurement> m_measurement;
+    std::shared_ptr<MeasureProgress> m_measureProgress;
+    QElapsedTimer m_measureClock;
+    QTimer* m_measurePoll = nullptr;
+    QString m_measureStatus; ///< progress, "cancelled", or an error while no measurement is shown
 };
 
 } // namespace kvlens::widgets

@@ -725,6 +725,8 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     });
     m_poll.setInterval(200);
     connect(&m_poll, &QTimer::timeout, this, &OutputView::pollProgress);
+    connect(m_model, &QLineEdit::textChanged, this, &OutputView::sourceChanged);
+    connect(m_textFile, &QLineEdit::textChanged, this, &OutputView::sourceChanged);
     updateStatus();
 }
 
@@ -739,6 +741,16 @@ void OutputView::setDefaults(const QString& modelDir, const QString& textFile)
 {
     m_model->setText(modelDir);
     m_textFile->setText(textFile);
+}
+
+QString OutputView::modelDir() const
+{
+    return m_model->text().trimmed();
+}
+
+QString OutputView::textFile() const
+{
+    return m_textFile->text().trimmed();
 }
 
 void OutputView::setModelDir(const QString& dir)

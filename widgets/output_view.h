@@ -192,7 +192,13 @@ public:
     /// chunks as eval_text_shaded.pdf at options.widthInches. A partial run is refused.
     ExportOutcome exportRun(const QString& dir, const ExportOptions& options) const;
 
+    /// The model folder and text of the form (trimmed), what a run would read.
+    QString modelDir() const;
+    QString textFile() const;
+
 signals:
+    /// The model folder or the text file of the form changed.
+    void sourceChanged();
     /// A run finished (error empty) or failed; `cancelled` when stopped.
     void runFinished(const QString& error, bool cancelled);
     /// The drill-down finished for the selected token.

@@ -383,28 +383,40 @@ private:
     {
         AttentionDamage& d = *m_damage;
         const Index groupV = std::max(1, m_o.cache->causalGroup(layer, false));
-        const RowMatrixXf& v = m_v[g];
-        const std::vector<double>& valueErr = m_valueErr[g];
+        const Index rows = exact.rows();
         const std::size_t base = (static_cast<std::size_t>(layer) * d.heads + static_cast<std::size_t>(head)) * d.count;
-        Eigen::VectorXd p;
-        Eigen::RowVectorXd o;
-        for (Index i = i0; i < out.rows(); ++i) {
-            const Index t = r0 + i, n = t + 1, row = i - i0;
-            const auto e = exact.row(row).head(n).cast<double>().array();
-            const auto c = cache.row(row).head(n).cast<double>().array();
-            const double me = e.maxCoeff(), mc = c.maxCoeff();
-            const double lseE = me + std::log((e - me).exp().sum()), lseC = mc + std::log((c - mc).exp().sum());
-            p = (e - lseE).exp().matrix().transpose();
-            const Eigen::ArrayXd delta = (c - e).transpose();
-            const double kl = (p.array() * ((e.transpose() - lseE) - (c.transpose() - lseC))).sum();
-            const double m1 = (p.array() * delta).sum(), m2 = (p.array() * delta.square()).sum();
-            double a2 = 0.0;
+        // The exact weights p (float softmax rows) and the exact outputs o = p V as one product.
+        RowMatrixXf probs = exact;
+        for (Index row = 0; row < rows; ++row)
+            causalSoftmaxRow(probs, row, r0 + i0 + row + 1);
+        RowMatrixXf o;
+        o.noalias() = probs * m_v[g].topRows(exact.cols());
+        const Eigen::Map<const Eigen::ArrayXd> valueErr(m_valueErr[g].data(), static_cast<Index>(m_valueErr[g].size()));
+        // Sized once for the block's widest row (a resize per row would reallocate).
+        Eigen::ArrayXd pAll(exact.cols()), deltaAll(exact.cols());
+        Eigen::ArrayXf shiftedAll(exact.cols());
+        for (Index row = 0; row < rows; ++row) {
+            const Index t = r0 + i0 + row, n = t + 1;
+            auto p = pAll.head(n);
+            auto delta = deltaAll.head(n);
+            auto shifted = shiftedAll.head(n);
+            p = probs.row(row).head(n).cast<double>().transpose();
+            delta = (cache.row(row).head(n) - exact.row(row).head(n)).cast<double>().transpose();
+            const double m1 = (p * delta).sum(), m2 = (p * delta.square()).sum();
+            // KL(p || p^): p^_j = p_j exp(delta_j) / Z, so log(p_j / p^_j) = log Z - delta_j and the KL is
+            // log Z - m1 = log sum_j p_j exp(delta_j - m1), written with expm1 so a small KL keeps its
+            // digits; float's vectorized expm1 unless a shift is large enough to overflow it.
+            double kl = 0.0;
+            if ((delta - m1).abs().maxCoeff() < 30.0) {
+                shifted = (delta - m1).cast<float>();
+                kl = std::log1p((p * shifted.expm1().cast<double>()).sum());
+            } else {
+                kl = std::log((p * (delta - m1).exp()).sum());
+            }
             const Index endV = cacheEnd(t, groupV);
-            for (Index j = 0; j < endV; ++j)
-                a2 += p(j) * p(j) * valueErr[static_cast<std::size_t>(j)];
-            o = p.transpose() * v.topRows(n).cast<double>();
-            const double energy = o.squaredNorm();
-            const double outErr = (o - out.row(i).cast<double>()).squaredNorm();
+            const double a2 = (p.head(endV).square() * valueErr.head(endV)).sum();
+            const double energy = o.row(row).cast<double>().squaredNorm();
+            const double outErr = (o.row(row) - out.row(i0 + row)).cast<double>().squaredNorm();
             const std::size_t at = base + static_cast<std::size_t>(t - d.start);
             d.kl[at] = static_cast<float>(std::max(0.0, kl));
             d.fisher[at] = static_cast<float>(std::max(0.0, m2 - m1 * m1));

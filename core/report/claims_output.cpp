@@ -456,7 +456,11 @@ Claim paperCProxiesOutput(const EvalResult& r, const std::vector<eval::OutputPro
         c.headline = headline->scheme + " n = " + std::to_string(headline->budget) + ": the best proxy per token is "
                      + eval::kTokenProxyColumns[static_cast<std::size_t>(best)] + " (rho "
                      + rhoText(headline->rho[static_cast<std::size_t>(best)]) + "); calib_score_err - rel_mse_k "
-                     + rhoText(headline->deployableGain);
+                     + rhoText(headline->deployableGain) + "; the token's NLL under the exact cache alone: rho "
+                     + rhoText(headline->referenceNll)
+                     + (headline->referenceNll.low > headline->rho[static_cast<std::size_t>(best)].high
+                            ? " (the model's own uncertainty ranks the damage better than any attention proxy)"
+                            : "");
     } else {
         c.headline = "no cell carries proxies";
     }

@@ -27,7 +27,7 @@ namespace {
 //   0 "b c" bc 256    1 "a b" ab 257     2 "l l" ll 258       3 "h e" he 259      4 "he ll" hell 260
 //   5 "e l" el 261    6 "Ġ w" Ġw 262     7 "o r" or 263       8 "Ġw or" Ġwor 264  9 "Ġwor l" Ġworl 265
 //  10 "Ġworl d" 266  11 "Ġ t" Ġt 267    12 "Ġt he" Ġthe 268  13 "1 2" 12 269     14 "' s" 's 270
-constexpr int kA = 'a' - 33, kB = 'b' - 33, kC = 'c' - 33, kE = 'e' - 33, kO = 'o' - 33, kT = 't' - 33;
+constexpr int kA = 'a' - 33, kB = 'b' - 33, kE = 'e' - 33, kO = 'o' - 33, kT = 't' - 33;
 constexpr int kSpace = 220, kNewline = 198;
 constexpr int kBc = 256, kHell = 260, kHe = 259, kGworld = 266, kGthe = 268, k12 = 269, kApostropheS = 270;
 

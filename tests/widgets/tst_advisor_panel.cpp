@@ -5,7 +5,12 @@
 // uniform split, also enumerated here.
 #include "common/approx.h"
 #include "common/trials.h"
+#include "core/analysis/eval_analysis.h"
+#include "core/eval/evaluator.h"
+#include "core/report/claims_output.h"
 #include "widgets/advisor_panel.h"
+
+#include <QPushButton>
 
 #include <QSlider>
 #include <QTableWidget>
@@ -68,6 +73,7 @@ private slots:
     void theAdviceIsTheExactOptimumAndFollowsTheSlider();
     void theObjectiveChangesTheFront();
     void withoutSinglePathRunsItSaysWhatToAdd();
+    void theAdviceIsMeasuredEndToEndOnDemand();
 };
 
 void TestAdvisorPanel::theAdviceIsTheExactOptimumAndFollowsTheSlider()
@@ -154,6 +160,65 @@ void TestAdvisorPanel::withoutSinglePathRunsItSaysWhatToAdd()
     QVERIFY(panel.waitUntilComputed(30000));
     QVERIFY(!panel.advice().has_value());
     QVERIFY2(panel.verdictText().contains(QStringLiteral("K-only and V-only")), qPrintable(panel.verdictText()));
+}
+
+void TestAdvisorPanel::theAdviceIsMeasuredEndToEndOnDemand()
+{
+    AdvisorPanel panel;
+    panel.setResults(shippedMapRun());
+    QVERIFY(panel.waitUntilComputed(30000));
+    panel.setTarget(3.0);
+    QVERIFY(panel.advice().has_value() && panel.uniform().has_value());
+    QVERIFY(!panel.measureButton()->isEnabled()); // no model to run yet
+    const QString model = QStringLiteral(KVLENS_MODELS_DIR "/tiny-llama");
+    const QString text = model + QStringLiteral("/heldout.txt");
+    panel.setModelSource(model, text);
+    QVERIFY(panel.measureButton()->isEnabled());
+    panel.measure(2);
+    QVERIFY(panel.measuring());
+    QCOMPARE(panel.measureButton()->text(), QStringLiteral("Cancel the measurement"));
+    QVERIFY(panel.waitUntilMeasured(180000));
+    QVERIFY2(panel.measurement().has_value(), qPrintable(panel.measuredText()));
+    const AdviceMeasurement& m = *panel.measurement();
+    QCOMPARE(m.chunks, 2);
+    QCOMPARE(m.advice.kBits, panel.advice()->kBits);
+    QCOMPARE(m.advice.vBits, panel.advice()->vBits);
+    QStringList names;
+    for (const auto& row : m.rows)
+        names << row.name;
+    QCOMPARE(names, (QStringList{QStringLiteral("advice"), QStringLiteral("best uniform split"), QStringLiteral("TQ-KV n = 2"),
+                                 QStringLiteral("TQ-KV n = 3"), QStringLiteral("K=q8_0,V=q8_0"), QStringLiteral("K=q8_0,V=q4_0"),
+                                 QStringLiteral("K=q4_0,V=q4_0")}));
+    // The advice's mean KLD is that of an evaluation of the advice alone over the same two chunks.
+    EvalSpec alone = claims::adviceCheckSpec(model.toStdString(), text.toStdString(), *panel.advice(), panel.uniform());
+    alone.schemes.resize(1);
+    alone.chunks = 2;
+    auto direct = eval::runEval(alone);
+    QVERIFY2(direct.ok(), direct.ok() ? "" : direct.error().text().c_str());
+    QCOMPARE(m.rows[static_cast<std::size_t>(m.adviceRow)].kld, direct->configurations[0].summary.kld.mean);
+    QVERIFY(m.rows[static_cast<std::size_t>(m.adviceRow)].low <= m.rows[static_cast<std::size_t>(m.adviceRow)].kld);
+    // The ratio pairs the same tokens: on all chunks it is the ratio of the two means.
+    KVLENS_COMPARE_REL(m.ratio, m.rows[static_cast<std::size_t>(m.uniformRow)].kld / m.rows[static_cast<std::size_t>(m.adviceRow)].kld,
+                       1e-9);
+    const QString line = panel.measuredText();
+    QVERIFY2(line.contains(QStringLiteral("does %1 [").arg(m.ratio, 0, 'g', 3)), qPrintable(line));
+    QVERIFY2(line.contains(QStringLiteral("the advice wins")) || line.contains(QStringLiteral("the uniform split wins"))
+                 || line.contains(QStringLiteral("cannot separate")),
+             qPrintable(line));
+
+    // Another advice discards the measurement; a cancelled one shows nothing; a bad folder is named.
+    panel.setTarget(panel.minimumTarget());
+    QVERIFY(!panel.measurement().has_value());
+    panel.measure();
+    panel.cancelMeasurement();
+    QVERIFY(panel.waitUntilMeasured(60000));
+    QVERIFY(!panel.measurement().has_value());
+    QVERIFY2(panel.measuredText().contains(QStringLiteral("cancelled")), qPrintable(panel.measuredText()));
+    panel.setModelSource(QStringLiteral("/nonexistent-model"), text);
+    panel.measure(2);
+    QVERIFY(panel.waitUntilMeasured(60000));
+    QVERIFY(!panel.measurement().has_value());
+    QVERIFY2(panel.measuredText().contains(QStringLiteral("/nonexistent-model")), qPrintable(panel.measuredText()));
 }
 
 QTEST_MAIN(TestAdvisorPanel)
