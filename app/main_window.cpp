@@ -637,6 +637,18 @@ void MainWindow::onFinished(quint64 id, const widgets::ViewData& data, const QSt
                 output->startRun();
                 return;
             }
+            // The Model map documents the advisor too: its advice measured end to end on the
+            // Output tab's model and text.
+            if (auto* map = qobject_cast<widgets::ModelMapView*>(m_tabs->currentWidget())) {
+                widgets::AdvisorPanel* advisor = map->advisor();
+                advisor->waitUntilComputed(60000);
+                if (advisor->measureButton()->isEnabled()) {
+                    connect(advisor, &widgets::AdvisorPanel::measurementFinished, this,
+                            [this, grabAndClose] { QTimer::singleShot(300, this, grabAndClose); }, Qt::SingleShotConnection);
+                    advisor->measure();
+                    return;
+                }
+            }
             // The Teaching tab documents its whole chain: every stage shown and drawn, and the
             // table's header given a turn of the event loop to fit the rows just revealed.
             if (auto* teaching = qobject_cast<widgets::TeachingView*>(m_tabs->currentWidget())) {

@@ -12,7 +12,7 @@ for view in shannon_phi scatter_6d kl_distribution routing_recall comparisons th
   build/app/kvlens --view "$view" --screenshot "docs/screenshot_${view}.png"
 done
 cp docs/screenshot_shannon_phi.png docs/screenshot.png
-# The Model map on the shipped tiny model (every layer and head).
+# The Model map on the shipped tiny model (every layer and head), its advice measured end to end.
 build/app/kvlens --spec resources/examples/tiny_lm_map.json --view model_map --screenshot docs/screenshot_model_map.png
 # The Output tab: the shipped model over its held-out text, the worst-predicted token drilled down.
 build/app/kvlens --view output --screenshot docs/screenshot_output.png

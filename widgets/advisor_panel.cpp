@@ -367,6 +367,7 @@ void AdvisorPanel::updateMeasureButton()
     m_measureButton->setEnabled(m_measuring || (m_advice.has_value() && !m_modelDir.isEmpty() && !m_textFile.isEmpty()));
     const QString text = measuredText();
     m_measured->setText(m_measurement ? text : text.toHtmlEscaped());
+    m_measured->setToolTip(measuredDetails());
     m_measured->setVisible(!text.isEmpty());
 }
 
@@ -505,6 +506,7 @@ void AdvisorPanel::acceptMeasurement(const AdviceMeasurement& m)
         m_measureStatus.clear();
     }
     updateMeasureButton();
+    emit measurementFinished();
 }
 
 bool AdvisorPanel::waitUntilMeasured(int timeoutMs)
@@ -549,15 +551,24 @@ QString AdvisorPanel::measuredText() const
     } else {
         t += QStringLiteral("; no uniform split fits the target.");
     }
-    QStringList others;
-    for (int i = 0; i < static_cast<int>(m.rows.size()); ++i)
-        if (i != m.adviceRow && i != m.uniformRow)
-            others << QStringLiteral("%1 (%2 bits) %3").arg(m.rows[static_cast<std::size_t>(i)].name.toHtmlEscaped())
-                          .arg(m.rows[static_cast<std::size_t>(i)].bits, 0, 'f', 2)
-                          .arg(m.rows[static_cast<std::size_t>(i)].kld, 0, 'g', 3);
-    if (!others.isEmpty())
-        t += QStringLiteral(" Beside them: ") + others.join(QStringLiteral("; ")) + QStringLiteral(".");
+    if (m.rows.size() > 2)
+        t += QStringLiteral(" (Hover for the other configurations.)");
     return t;
+}
+
+QString AdvisorPanel::measuredDetails() const
+{
+    if (!m_measurement)
+        return {};
+    QStringList lines;
+    for (const AdviceMeasurement::Row& row : m_measurement->rows)
+        lines << QStringLiteral("%1: %2 bits, mean KLD %3 [%4, %5]")
+                     .arg(row.name)
+                     .arg(row.bits, 0, 'f', 2)
+                     .arg(row.kld, 0, 'g', 3)
+                     .arg(row.low, 0, 'g', 3)
+                     .arg(row.high, 0, 'g', 3);
+    return lines.join(QLatin1Char('\n'));
 }
 
 bool AdvisorPanel::waitUntilComputed(int timeoutMs)

@@ -96,10 +96,14 @@ public:
     const std::optional<AdviceMeasurement>& measurement() const { return m_measurement; }
     /// The measured line under the verdict (empty before a measurement).
     QString measuredText() const;
+    /// Every measured configuration, one per line (the measured line's tooltip).
+    QString measuredDetails() const;
     QPushButton* measureButton() const { return m_measureButton; }
 
 signals:
     void adviceChanged();
+    /// A measurement ended: measured, failed or cancelled.
+    void measurementFinished();
 
 private:
     struct MeasureProgress {

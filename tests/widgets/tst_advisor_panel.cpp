@@ -202,6 +202,7 @@ void TestAdvisorPanel::theAdviceIsMeasuredEndToEndOnDemand()
                        1e-9);
     const QString line = panel.measuredText();
     QVERIFY2(line.contains(QStringLiteral("does %1 [").arg(m.ratio, 0, 'g', 3)), qPrintable(line));
+    QVERIFY(panel.measuredDetails().contains(QStringLiteral("TQ-KV n = 2: 2.50 bits, mean KLD ")));
     QVERIFY2(line.contains(QStringLiteral("the advice wins")) || line.contains(QStringLiteral("the uniform split wins"))
                  || line.contains(QStringLiteral("cannot separate")),
              qPrintable(line));
