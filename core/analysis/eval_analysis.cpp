@@ -450,7 +450,10 @@ std::string outputProxiesCsv(const std::vector<OutputProxyCell>& cells)
                       "scored tokens of one (scheme, budget) cell (seeds pooled); 95% bootstrap interval resampling "
                       "chunks. Deployable proxies (rel_mse_k, rel_mse_v, calib_score_err) read only the cache and the "
                       "calibration queries; the others read the evaluated token's own queries (oracle); nll_base, the "
-                      "token's NLL under the exact cache, is the baseline a proxy must beat.\nscheme,budget,tokens";
+                      "token's NLL under the exact cache, is the baseline a proxy must beat.\n";
+    for (std::size_t p = 0; p < kTokenProxyColumns.size(); ++p)
+        out += std::string("# ") + kTokenProxyColumns[p] + ": " + kTokenProxyDescriptions[p] + "\n";
+    out += "scheme,budget,tokens";
     for (const char* name : kTokenProxyColumns)
         out += std::string(",") + name + "," + name + "_low," + name + "_high";
     out += ",gain_calib_over_rel_k,gain_calib_low,gain_calib_high,gain_fisher_over_rel_k,gain_fisher_low,gain_fisher_high,"
@@ -507,8 +510,11 @@ std::string outputProxiesText(const std::vector<OutputProxyCell>& cells)
     };
     for (const OutputProxyCell& c : cells) {
         char gain[64], baseline[64];
-        std::snprintf(gain, sizeof gain, "%+.2f [%+.2f, %+.2f]", c.deployableGain.value, c.deployableGain.low,
-                      c.deployableGain.high);
+        if (std::isfinite(c.deployableGain.value))
+            std::snprintf(gain, sizeof gain, "%+.2f [%+.2f, %+.2f]", c.deployableGain.value, c.deployableGain.low,
+                          c.deployableGain.high);
+        else
+            std::snprintf(gain, sizeof gain, "n/a (no calibration)");
         std::snprintf(baseline, sizeof baseline, "%.2f [%.2f, %.2f]", c.referenceNll.value, c.referenceNll.low,
                       c.referenceNll.high);
         std::snprintf(line, sizeof line, "  %-28.28s %6s  %-30s %-30s %-22s %s\n", c.scheme.c_str(),
