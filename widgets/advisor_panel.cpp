@@ -12,9 +12,9 @@
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHeaderView>
-#include <QFileInfo>
 #include <QLabel>
 #include <QPushButton>
 #include <QSlider>
@@ -251,8 +251,8 @@ void AdvisorPanel::updateAdvice()
     m_table->resizeColumnsToContents();
     m_verdict->setText(verdictText());
     // A measurement belongs to the advice it measured.
-    const bool sameAdvice = m_advice && m_measurement && m_measurement->advice.kBits == m_advice->kBits
-                            && m_measurement->advice.vBits == m_advice->vBits;
+    const bool sameAdvice = m_advice && m_measuredAdvice && m_measuredAdvice->kBits == m_advice->kBits
+                            && m_measuredAdvice->vBits == m_advice->vBits;
     if ((m_measurement || m_measuring) && !sameAdvice)
         discardMeasurement();
     updateMeasureButton();
@@ -379,6 +379,7 @@ void AdvisorPanel::discardMeasurement()
     m_measuring = false;
     m_measurePoll->stop();
     m_measurement.reset();
+    m_measuredAdvice.reset();
     m_measureStatus.clear();
     updateMeasureButton();
 }
@@ -390,6 +391,7 @@ void AdvisorPanel::measure(int chunks)
     const quint64 id = m_measureJobs.start();
     m_measurement.reset();
     m_measuring = true;
+    m_measuredAdvice = m_advice;
     const std::string modelDir = m_modelDir.toStdString(), textFile = m_textFile.toStdString();
     const BitAllocation advice = *m_advice;
     const std::optional<BitAllocation> uniform = m_uniform;

@@ -142,6 +142,7 @@ private:
     JobTracker m_measureJobs;
     bool m_measuring = false;
     std::optional<AdviceMeasurement> m_measurement;
+    std::optional<BitAllocation> m_measuredAdvice; ///< the advice being measured or measured
     std::shared_ptr<MeasureProgress> m_measureProgress;
     QElapsedTimer m_measureClock;
     QTimer* m_measurePoll = nullptr;

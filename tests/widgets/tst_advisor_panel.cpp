@@ -207,6 +207,17 @@ void TestAdvisorPanel::theAdviceIsMeasuredEndToEndOnDemand()
                  || line.contains(QStringLiteral("cannot separate")),
              qPrintable(line));
 
+    // The same advice computed again (the objective set again) keeps its measurement, also while it runs.
+    panel.setObjective(AdvisorStatistic::Mean, AdvisorLoss::RelMseT);
+    QVERIFY(panel.waitUntilComputed(30000));
+    QVERIFY(panel.measurement().has_value());
+    panel.measure(1);
+    panel.setObjective(AdvisorStatistic::Mean, AdvisorLoss::RelMseT);
+    QVERIFY(panel.waitUntilComputed(30000));
+    QVERIFY(panel.waitUntilMeasured(180000));
+    QVERIFY2(panel.measurement().has_value(), qPrintable(panel.measuredText()));
+    QCOMPARE(panel.measurement()->chunks, 1);
+
     // Another advice discards the measurement; a cancelled one shows nothing; a bad folder is named.
     panel.setTarget(panel.minimumTarget());
     QVERIFY(!panel.measurement().has_value());
