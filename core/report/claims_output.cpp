@@ -419,8 +419,37 @@ Claim paperCProxiesOutput(const EvalResult& r, const std::vector<eval::OutputPro
             return Outcome::NotTestable;
         return g.low > 0.0 ? Outcome::Holds : g.high < 0.0 ? Outcome::Contradicted : Outcome::NotTestable;
     };
+    Figure f;
+    f.id = "e7_proxy_rho";
+    f.title = "Which measure ranks the tokens a cache damages";
+    f.yLabel = "Spearman rho";
+    for (const char* name : eval::kTokenProxyColumns)
+        f.categories.push_back(name);
+    f.categories.push_back("nll_base");
+    f.caption = "Per (scheme, budget) cell, rho over its scored tokens between each proxy and the token's next-token "
+                "KLD; bars: 95% bootstrap interval over chunks. attn_kl to out_rel_err read the token's own queries "
+                "(oracle); rel_mse_k to calib_score_err only the cache and the calibration queries (deployable); "
+                "nll_base is the token's NLL under the exact cache, which needs no cache at all.";
     const eval::OutputProxyCell* headline = nullptr;
     for (const eval::OutputProxyCell& cell : cells) {
+        const bool drawn = (cell.scheme == "TQ-KV" || cell.scheme == "KIVI K, exact V") && cell.budget == 2;
+        if (drawn) {
+            Series series;
+            series.name = cell.scheme + " n = " + std::to_string(cell.budget);
+            series.line = false;
+            auto add = [&series](double x, const ChunkInterval& r) {
+                if (!std::isfinite(r.value))
+                    return;
+                series.x.push_back(x);
+                series.y.push_back(r.value);
+                series.low.push_back(std::isfinite(r.low) ? r.low : r.value);
+                series.high.push_back(std::isfinite(r.high) ? r.high : r.value);
+            };
+            for (std::size_t p = 0; p < cell.rho.size(); ++p)
+                add(static_cast<double>(p), cell.rho[p]);
+            add(static_cast<double>(cell.rho.size()), cell.referenceNll);
+            f.series.push_back(series);
+        }
         std::vector<std::string> row = {cell.scheme, cell.budget > 0 ? std::to_string(cell.budget) : "fixed",
                                         std::to_string(cell.tokens)};
         for (const ChunkInterval& x : cell.rho)
@@ -466,6 +495,8 @@ Claim paperCProxiesOutput(const EvalResult& r, const std::vector<eval::OutputPro
         c.headline = "no cell carries proxies";
     }
     c.tables.push_back(t);
+    if (!f.series.empty())
+        c.figures.push_back(f);
     decide(c);
     return c;
 }

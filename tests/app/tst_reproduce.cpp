@@ -172,7 +172,7 @@ private slots:
         // Claim figures as PDF, SVG and CSV; each preset's run files as --batch writes them.
         for (const char* figure : {"a1_variance_ratio", "a3_kl_ratio_vs_score_scale", "a5_eps_dir_vs_nu",
                                    "a6_marginal_histograms", "a7_crossover", "ab1_vpath_output_error_ratio",
-                                   "b2_water_filling_ratio", "c1_headq_kl", "c2_proxy_rho"})
+                                   "b2_water_filling_ratio", "c1_headq_kl", "c2_proxy_rho", "e7_proxy_rho"})
             for (const char* ext : {".pdf", ".svg", ".csv"}) {
                 const QString path = out + QStringLiteral("/figures/") + QLatin1String(figure) + QLatin1String(ext);
                 QVERIFY2(QFileInfo(path).size() > 100, qPrintable(path));
