@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/analysis/eval_analysis.h"
 
+#include "core/eval/eval_files.h"
 #include "core/rng/rng.h"
 #include "core/stats/spearman.h"
 
@@ -471,7 +472,7 @@ std::string outputProxiesCsv(const std::vector<OutputProxyCell>& cells)
                 quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
             name = quoted + "\"";
         }
-        out += name + "," + std::to_string(c.budget) + "," + std::to_string(c.tokens);
+        out += name + "," + budgetText(c.budget) + "," + std::to_string(c.tokens);
         for (const ChunkInterval& rho : c.rho)
             out += "," + number(rho.value) + "," + number(rho.low) + "," + number(rho.high);
         for (const ChunkInterval* g : {&c.deployableGain, &c.oracleGain, &c.referenceNll})

@@ -79,7 +79,8 @@ struct OutputProxyCell {
 /// One row per (scheme, budget) whose configurations carry proxies, in configuration order; the
 /// exact cache (every proxy zero) is left out.
 std::vector<OutputProxyCell> outputProxyStudy(const EvalResult& r, std::uint64_t seed, int resamples);
-/// scheme, budget, tokens, then rho, rho_low, rho_high per proxy, then both gains with intervals.
+/// scheme, budget ("fixed" for a budget-free scheme), tokens, then rho, rho_low, rho_high per proxy,
+/// then both gains and nll_base's rho with intervals; comment lines first say what each proxy is.
 std::string outputProxiesCsv(const std::vector<OutputProxyCell>& cells);
 /// For the terminal report: per cell, the deployable and the oracle proxy that rank tokens best,
 /// and the score-space gains; empty without cells.

@@ -37,8 +37,16 @@ private slots:
                                   QStringLiteral("--ctx"), QStringLiteral("128"), QStringLiteral("--chunks"), QStringLiteral("3"),
                                   QStringLiteral("--no-figures"), QStringLiteral("--out"), out});
         QVERIFY2(r.exitCode == 0, r.err.constData());
-        for (const char* f : {"spec.json", "eval_summary.csv", "eval_tokens.csv", "eval_layers.csv", "report.txt"})
+        for (const char* f : {"spec.json", "eval_summary.csv", "eval_tokens.csv", "eval_layers.csv", "eval_proxies.csv",
+                              "report.txt"})
             QVERIFY2(QFile::exists(out + QLatin1Char('/') + QLatin1String(f)), f);
+        // The proxy study: one row per quantized configuration (the exact cache has no proxies), and
+        // the report's table of the best proxies.
+        const QByteArray proxies = readAll(out + QStringLiteral("/eval_proxies.csv"));
+        QVERIFY2(proxies.contains("\nTQ-KV,3,189,") && proxies.contains("\n\"K=q8_0,V=q4_0\",fixed,189,")
+                     && !proxies.contains("\nexact,"),
+                 proxies.constData());
+        QVERIFY(r.out.contains("Which attention-level proxy ranks the tokens by their KLD"));
         const QByteArray summary = readAll(out + QStringLiteral("/eval_summary.csv"));
         // exact (fixed width), TQ-KV n = 3, K=q8_0,V=q4_0 (fixed): three rows, 3 chunks x 63 scored tokens.
         QVERIFY2(summary.contains("\nexact,fixed,1,32,32,189,"), summary.constData());
