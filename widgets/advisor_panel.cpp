@@ -396,7 +396,7 @@ void AdvisorPanel::measure(int chunks)
     const BitAllocation advice = *m_advice;
     const std::optional<BitAllocation> uniform = m_uniform;
     const QString source = QStringLiteral("%1 on %2").arg(QFileInfo(m_modelDir).fileName(), QFileInfo(m_textFile).fileName());
-    auto progress = std::make_shared<MeasureProgress>();
+    auto progress = std::make_shared<JobProgress>();
     m_measureProgress = progress;
     auto cancel = m_measureJobs.cancelFlag();
     auto* watcher = new QFutureWatcher<AdviceMeasurement>(this);
@@ -416,10 +416,7 @@ void AdvisorPanel::measure(int chunks)
         eval::EvalCallbacks callbacks;
         callbacks.cancelled = [cancel] { return cancel->load(); };
         callbacks.progress = [progress](double done, double total, const std::string& stage) {
-            std::lock_guard lock(progress->mutex);
-            progress->done = done;
-            progress->total = total;
-            progress->stage = stage;
+            progress->set(done, total, stage);
         };
         auto r = eval::runEval(spec, callbacks);
         if (!r) {
@@ -474,22 +471,15 @@ void AdvisorPanel::pollMeasurement()
 {
     if (!m_measuring || !m_measureProgress)
         return;
-    double done = 0.0, total = 0.0;
-    std::string stage;
-    {
-        std::lock_guard lock(m_measureProgress->mutex);
-        done = m_measureProgress->done;
-        total = m_measureProgress->total;
-        stage = m_measureProgress->stage;
-    }
-    if (total <= 0.0 || m_measureStatus.startsWith(QStringLiteral("cancelling")))
+    const JobProgress::Snapshot now = m_measureProgress->snapshot();
+    if (now.total <= 0.0 || m_measureStatus.startsWith(QStringLiteral("cancelling")))
         return;
     const double elapsed = m_measureClock.elapsed() / 1000.0;
-    const double share = std::clamp(done / total, 0.0, 1.0);
+    const double share = std::clamp(now.done / now.total, 0.0, 1.0);
     QString eta;
     if (share > 0.02)
         eta = QStringLiteral(" · about %1 s left").arg(std::max(0.0, elapsed * (1.0 - share) / share), 0, 'f', 0);
-    m_measureStatus = QStringLiteral("measuring end to end: %1 %%2 · %3").arg(100.0 * share, 0, 'f', 0).arg(eta, QString::fromStdString(stage));
+    m_measureStatus = QStringLiteral("measuring end to end: %1 %%2 · %3").arg(100.0 * share, 0, 'f', 0).arg(eta, QString::fromStdString(now.stage));
     updateMeasureButton();
 }
 

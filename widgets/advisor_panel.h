@@ -13,9 +13,7 @@
 #include <QWidget>
 
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <string>
 #include <vector>
 
 class QComboBox;
@@ -106,11 +104,6 @@ signals:
     void measurementFinished();
 
 private:
-    struct MeasureProgress {
-        std::mutex mutex;
-        double done = 0.0, total = 0.0;
-        std::string stage;
-    };
     void compute();
     void accept(const AdvisorCurves& outcome);
     void updateAdvice();
@@ -143,7 +136,7 @@ private:
     bool m_measuring = false;
     std::optional<AdviceMeasurement> m_measurement;
     std::optional<BitAllocation> m_measuredAdvice; ///< the advice being measured or measured
-    std::shared_ptr<MeasureProgress> m_measureProgress;
+    std::shared_ptr<JobProgress> m_measureProgress;
     QElapsedTimer m_measureClock;
     QTimer* m_measurePoll = nullptr;
     QString m_measureStatus; ///< progress, "cancelled", or an error while no measurement is shown

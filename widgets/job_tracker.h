@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 
 namespace kvlens::widgets {
 
@@ -52,6 +54,38 @@ private:
     std::shared_ptr<std::atomic<bool>> m_flag = std::make_shared<std::atomic<bool>>(false);
     quint64 m_newest = 0;
     quint64 m_accepted = 0;
+};
+
+/// What a background job has done so far: its worker writes (set, setStage) from any thread, and
+/// a timer on the GUI thread reads a snapshot, so the worker never touches a widget.
+class JobProgress {
+public:
+    struct Snapshot {
+        double done = 0.0, total = 0.0; ///< work units (total 0: not known yet)
+        std::string stage;
+    };
+    /// The signature of eval::EvalCallbacks::progress.
+    void set(double done, double total, const std::string& stage)
+    {
+        std::lock_guard lock(m_mutex);
+        m_snapshot = Snapshot{done, total, stage};
+    }
+    void setStage(const std::string& stage)
+    {
+        std::lock_guard lock(m_mutex);
+        m_snapshot.stage = stage;
+    }
+    Snapshot snapshot() const
+    {
+        std::lock_guard lock(m_mutex);
+        return m_snapshot;
+    }
+
+protected:
+    mutable std::mutex m_mutex;
+
+private:
+    Snapshot m_snapshot;
 };
 
 } // namespace kvlens::widgets

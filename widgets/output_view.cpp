@@ -1006,10 +1006,7 @@ void OutputView::startRun()
         out.modelDir = missing.modelDir;
         std::shared_ptr<const lm::Transformer> model = loadedModel;
         std::shared_ptr<const std::vector<std::string>> vocab = loadedVocab;
-        auto set = [&](const std::string& stage) {
-            std::lock_guard lock(progress->mutex);
-            progress->stage = stage;
-        };
+        auto set = [&](const std::string& stage) { progress->setStage(stage); };
         if (!model || loadedDir != missing.modelDir) {
             set("loading " + missing.modelDir);
             auto config = lm::loadHfConfig(missing.modelDir);
@@ -1048,15 +1045,10 @@ void OutputView::startRun()
         eval::EvalCallbacks callbacks;
         callbacks.cancelled = [cancel] { return cancel->load(); };
         callbacks.progress = [progress](double done, double total, const std::string& stage) {
-            std::lock_guard lock(progress->mutex);
-            progress->done = done;
-            progress->total = total;
-            progress->stage = stage;
+            progress->set(done, total, stage);
         };
         callbacks.partial = [progress](const eval::EvalResult& sofar) {
-            auto copy = std::make_shared<const eval::EvalResult>(sofar);
-            std::lock_guard lock(progress->mutex);
-            progress->partial = copy;
+            progress->setPartial(std::make_shared<const eval::EvalResult>(sofar));
         };
         const lm::Tokenizer& tokenizer = *input->tokenizer;
         auto r = eval::runEval(missing, *model, input->tokens, tokenizer.bos(), callbacks,
@@ -1086,15 +1078,11 @@ void OutputView::cancelRun()
 
 void OutputView::pollProgress()
 {
-    std::shared_ptr<const eval::EvalResult> partial;
-    {
-        std::lock_guard lock(m_progress->mutex);
-        m_stage = QString::fromStdString(m_progress->stage);
-        if (m_progress->total > 0.0)
-            m_stage = QStringLiteral("%1 % · %2").arg(100.0 * m_progress->done / m_progress->total, 0, 'f', 0).arg(m_stage);
-        partial = std::move(m_progress->partial);
-        m_progress->partial.reset();
-    }
+    const JobProgress::Snapshot now = m_progress->snapshot();
+    m_stage = QString::fromStdString(now.stage);
+    if (now.total > 0.0)
+        m_stage = QStringLiteral("%1 % · %2").arg(100.0 * now.done / now.total, 0, 'f', 0).arg(m_stage);
+    const std::shared_ptr<const eval::EvalResult> partial = m_progress->takePartial();
     if (partial && m_running) {
         eval::EvalResult copy = *partial;
         copy.cancelled = true; // shown as partial

@@ -17,9 +17,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 class QCheckBox;
@@ -205,11 +205,22 @@ signals:
     void probed(const QString& error);
 
 private:
-    struct Progress {
-        std::mutex mutex;
-        double done = 0.0, total = 0.0;
-        std::string stage;
-        std::shared_ptr<const eval::EvalResult> partial;
+    /// A run's progress and the newest partial result, which pollProgress takes once.
+    class Progress : public JobProgress {
+    public:
+        void setPartial(std::shared_ptr<const eval::EvalResult> partial)
+        {
+            std::lock_guard lock(m_mutex);
+            m_partial = std::move(partial);
+        }
+        std::shared_ptr<const eval::EvalResult> takePartial()
+        {
+            std::lock_guard lock(m_mutex);
+            return std::exchange(m_partial, nullptr);
+        }
+
+    private:
+        std::shared_ptr<const eval::EvalResult> m_partial;
     };
     struct Outcome {
         quint64 request = 0;
