@@ -174,7 +174,7 @@ int runCaptureCommand(const CaptureOptions& options, std::ostream& out, std::ost
 {
     const InterruptScope interrupts;
     auto result = eval::runCapture(options.spec, [] { return InterruptScope::interrupted(); });
-    if (!result && result.error().message == "cancelled") {
+    if (!result && result.error().cancelled()) {
         err << "kvlens: " << InterruptScope::what() << "; nothing written\n";
         return InterruptScope::exitStatus();
     }

@@ -9,14 +9,23 @@
 
 namespace kvlens {
 
+/// Why an operation stopped: refused input (the default), a cancellation the caller asked for, or a
+/// failure while running (I/O, memory). Callers branch on the kind, never on the message text.
+enum class ErrorKind { Refused, Cancelled, Failed };
+
 /// A user-facing failure. `field` names what was wrong (a spec field such as
 /// "regime.nu", a file path, a tensor name); `message` is one line a user can act on.
 struct Error {
     std::string field;
     std::string message;
+    ErrorKind kind = ErrorKind::Refused;
 
     /// "field: message", or just the message when no field applies.
     std::string text() const { return field.empty() ? message : field + ": " + message; }
+    bool cancelled() const { return kind == ErrorKind::Cancelled; }
+
+    /// The error a cancelled operation returns (`where` names the stage, may be empty).
+    static Error cancellation(std::string where = {}) { return Error{std::move(where), "cancelled", ErrorKind::Cancelled}; }
 };
 
 /// Either a T or an Error; the way core reports anything a user can cause, instead of throwing.

@@ -63,7 +63,7 @@ Status checkCaptureSpec(const CaptureSpec& spec);
 
 /// Runs `chunk` through `model` (positions 0..size-1) and keeps Q, K (after RoPE, as the cache holds
 /// them) and V of `layers` (empty: every layer). `source` describes the chunk for the metadata.
-/// `cancelled` is polled between layers (Error "cancelled").
+/// `cancelled` is polled between layers (Error::cancellation()).
 Result<CaptureResult> captureChunk(const lm::Transformer& model, std::span<const std::int32_t> chunk,
                                    const std::vector<int>& layers, const std::string& source,
                                    const std::function<bool()>& cancelled = {});
@@ -72,7 +72,7 @@ Result<CaptureResult> captureChunk(const lm::Transformer& model, std::span<const
 /// spec.memoryLimitMb before anything is loaded), reads or tokenizes the input, and captures the chunk.
 /// Refused naming the field: the model's and tokenizer's own refusals, ctx beyond the model's context
 /// ('ctx'), a layer the model does not have ('layers'), a chunk past the end of the tokens
-/// ('offset'), the memory estimate over the limit ('memory_limit_mb'), cancellation ("cancelled").
+/// ('offset'), the memory estimate over the limit ('memory_limit_mb'), cancellation (Error::cancellation()).
 Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bool()>& cancelled = {});
 
 /// The dump file: safetensors with layers.{L}.k, .v, .q ([1, heads, tokens, head_dim], C order, F16

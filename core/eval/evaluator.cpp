@@ -411,7 +411,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
         auto rows = calibrationFromText(model, tokens, calibration, ctx, bos, callbacks.cancelled);
         done += static_cast<double>(calibration) * config.layers;
         if (!rows)
-            return rows.error().message == "cancelled" ? finish(true) : Result<EvalResult>(rows.error());
+            return rows.error().cancelled() ? finish(true) : Result<EvalResult>(rows.error());
         calibrationRows = std::move(rows).value();
     }
 
@@ -501,7 +501,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
             baseOptions.layerInputs = &layerInputs;
         auto base = forward(chunk, baseOptions, config.layers);
         if (!base)
-            return base.error().message == "cancelled" ? finish(true) : Result<EvalResult>(base.error());
+            return base.error().cancelled() ? finish(true) : Result<EvalResult>(base.error());
         for (int i = 0; i < scoredPerChunk; ++i) {
             const int position = first + i;
             result.scored.push_back(ScoredToken{chunkIndex, position, chunk[static_cast<std::size_t>(position)],
@@ -545,7 +545,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
                 options.damage = lm::DamageRequest{first, queryMoments.empty() ? nullptr : &queryMoments};
             auto quantized = forward(chunk, options, config.layers);
             if (!quantized)
-                return quantized.error().message == "cancelled" ? finish(true) : Result<EvalResult>(quantized.error());
+                return quantized.error().cancelled() ? finish(true) : Result<EvalResult>(quantized.error());
             if (auto ok = scoreInto(quantized->logits, [&](const lm::TokenStat& t) { out.tokens.push_back(t); }); !ok)
                 return ok.error();
             for (int i = 0; i < scoredPerChunk; ++i) {
@@ -576,7 +576,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, c
                    + std::to_string(conf.budget) + ", layer " + std::to_string(key.layer) + " alone");
             auto pass = forward(chunk, options, config.layers - key.layer);
             if (!pass)
-                return pass.error().message == "cancelled" ? finish(true) : Result<EvalResult>(pass.error());
+                return pass.error().cancelled() ? finish(true) : Result<EvalResult>(pass.error());
             if (auto ok = scoreInto(pass->logits, [&](const lm::TokenStat& t) { attribution[a].add(t); }); !ok)
                 return ok.error();
         }

@@ -279,14 +279,14 @@ public:
             allocateDamage();
         for (int layer = m_o.startLayer; layer < m_c.layers; ++layer) {
             if (m_o.cancelled && m_o.cancelled())
-                return Error{"", "cancelled"};
+                return Error::cancellation();
             if (m_o.layerInputs)
                 (*m_o.layerInputs)[static_cast<std::size_t>(layer)] = x;
             if (auto s = decoderLayer(layer, x, result); !s)
                 return s.error();
         }
         if (m_o.cancelled && m_o.cancelled())
-            return Error{"", "cancelled"};
+            return Error::cancellation();
         const Index first = m_o.logitsStart;
         normRows(m_pool, x.bottomRows(m_t - first), m_w.finalNorm, m_w.finalNormBias, m_c.isGpt2(), m_c.normEps, m_h);
         matmulT(m_pool, m_h, m_w.head(), RowVectorXf(), result.logits);

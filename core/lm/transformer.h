@@ -129,7 +129,7 @@ struct ForwardOptions {
     CaptureRequest capture;
     std::optional<ProbeRequest> probe;
     std::optional<DamageRequest> damage;
-    /// Polled between layers: true stops the pass with Error "cancelled".
+    /// Polled between layers: true stops the pass with Error::cancellation().
     std::function<bool()> cancelled;
 };
 
@@ -169,7 +169,7 @@ public:
     /// ('n_positions' or 'sliding_window' of the config), options out of range ('residual',
     /// 'logitsStart', 'startLayer', 'startHidden', 'capture', 'probe'), a cache hook that returns
     /// the wrong shape or a non-finite value (naming layer, KV head and row), cancellation
-    /// ("cancelled"), and memory exhaustion.
+    /// (Error::cancellation()), and memory exhaustion.
     Result<ForwardResult> forward(std::span<const std::int32_t> tokens, const ForwardOptions& options = {}) const;
 
 private:

@@ -28,7 +28,7 @@ bool cancelled(const std::atomic<bool>* cancel)
 
 Error cancelledError()
 {
-    return Error{"teaching", "cancelled"};
+    return Error::cancellation("teaching");
 }
 
 /// sum_j w_j x_j in double (w: N, x: N x d).

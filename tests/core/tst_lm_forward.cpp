@@ -551,6 +551,7 @@ private slots:
         auto r = m.forward(tokens, o);
         QVERIFY(!r);
         QCOMPARE(r.error().text(), std::string("cancelled"));
+        QVERIFY(r.error().cancelled()); // callers branch on the kind, not on the text
     }
 
     void refusals_data()

@@ -325,6 +325,7 @@ private slots:
         const auto r = computeTeaching(smallConfig(), &cancel);
         QVERIFY(!r.ok());
         QCOMPARE(QString::fromStdString(r.error().message), QStringLiteral("cancelled"));
+        QVERIFY(r.error().cancelled());
     }
 };
 
