@@ -9,12 +9,16 @@ target_sources(kvlens_core PRIVATE
   io/ggml_quantize.cpp
   io/ggml_types.cpp
   io/ggml_types.h
+  io/gguf.cpp
+  io/gguf.h
   io/fault.cpp
   io/fault.h
   io/file_read.cpp
   io/file_read.h
   io/json_text.cpp
   io/json_text.h
+  io/mapped_file.cpp
+  io/mapped_file.h
   io/staged_dir.cpp
   io/staged_dir.h
   io/npy.cpp
