@@ -34,8 +34,10 @@ target_sources(kvlens_core PRIVATE
 )
 # ggml's block quantizers and its x86 score product round every float operation on its own; an FMA
 # (GCC fuses across statements under -march=native) changes some of their codes or sums, so these files
-# are built without contraction (the FMAs ggml does execute are written as std::fma).
-set_source_files_properties(io/ggml_types.cpp io/ggml_dot.cpp PROPERTIES COMPILE_OPTIONS -ffp-contract=off)
+# are built without contraction (the FMAs ggml does execute are written as std::fma). The scalar
+# dequantizers too: fused, a NaN scale and a NaN minimum would propagate in another operand order than
+# the vector kernels' multiply-then-subtract.
+set_source_files_properties(io/ggml_types.cpp io/ggml_dot.cpp io/ggml_dequant.cpp PROPERTIES COMPILE_OPTIONS -ffp-contract=off)
 # .npz members are zip entries (stored, deflated, Zip64), read through Debian's libzip-dev.
 # Found through pkg-config, not find_package(libzip): Debian 12's libzip-config.cmake declares
 # libzip::zipcmp, ::zipmerge and ::ziptool and fails with FATAL_ERROR unless the separate zipcmp,
