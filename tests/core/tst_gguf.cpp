@@ -480,6 +480,52 @@ private slots:
         QVERIFY(f.error().message.find('\n') == std::string::npos);
     }
 
+    /// The fuzz seeds scripts/make_gguf.py writes (tests/data/gguf): its numpy quantizers read back here
+    /// within each type's error of the f32 copy of the same values (N(0, 1), |x| < 4.5), and the hostile
+    /// seeds are refused.
+    void seedCorpus()
+    {
+        const std::string dir = std::string(KVLENS_TEST_DATA_DIR) + "/gguf/";
+        for (const char* name : {"types_v3.gguf", "types_v2.gguf"}) {
+            const auto file = readGgufHeader(dir + name);
+            QVERIFY2(file.ok(), file.ok() ? "" : file.error().text().c_str());
+            QCOMPARE(*file->getString("general.architecture"), std::string("llama"));
+            QCOMPARE(*file->getArray<float>("seed.floats"), (std::vector<float>{0.5f, -1.0f}));
+            const auto map = MappedFile::open(dir + name);
+            QVERIFY(map.ok());
+            const GgufTensor* ref = file->findTensor("t.f32");
+            QVERIFY(ref && ref->dims == (std::vector<std::uint64_t>{256, 2}));
+            std::vector<float> x(512), y(512);
+            std::memcpy(x.data(), map->data() + ref->offset, 2048);
+            const struct {
+                const char* tensor;
+                GgmlType type;
+                double bound; // of |y - x|: f16 2^-11 |x|, bf16 2^-8 |x|; q8_0 half a step of 4.5/127;
+                              // q4_K a step of 9/15 plus rounding; q6_K a step of 4.5/31
+            } rows[] = {{"t.f16", GgmlType::F16, 4.5 / 2048}, {"t.bf16", GgmlType::BF16, 4.5 / 256},
+                        {"t.q8_0", GgmlType::Q8_0, 4.5 / 127}, {"t.q4_k", GgmlType::Q4_K, 0.7}, {"t.q6_k", GgmlType::Q6_K, 4.5 / 31}};
+            for (const auto& r : rows) {
+                const GgufTensor* t = file->findTensor(r.tensor);
+                QVERIFY(t && t->type == r.type);
+                ggml::dequantizeRow(r.type, map->data() + t->offset, y.data(), 256);
+                ggml::dequantizeRow(r.type, map->data() + t->offset + t->bytes / 2, y.data() + 256, 256);
+                for (std::size_t i = 0; i < 512; ++i)
+                    QVERIFY2(std::abs(double(y[i]) - double(x[i])) <= r.bound, r.tensor);
+            }
+        }
+        const struct {
+            const char* file;
+            const char* expected;
+        } hostile[] = {{"version1.gguf", "version 1"}, {"truncated.gguf", "runs past the end of the file"},
+                       {"array_2p60.gguf", "key 'huge': 1152921504606846976 elements of u8 cannot fit"},
+                       {"duplicate_key.gguf", "key 'a' is given twice"}, {"unknown_type.gguf", "ggml type id 16"}};
+        for (const auto& h : hostile) {
+            const auto file = readGgufHeader(dir + h.file);
+            QVERIFY2(!file.ok(), h.file);
+            QVERIFY2(file.error().message.find(h.expected) != std::string::npos, file.error().message.c_str());
+        }
+    }
+
     void fileRefusals()
     {
         const auto folder = readGgufHeader("/tmp");
