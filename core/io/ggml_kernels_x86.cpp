@@ -10,6 +10,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define KVLENS_GGML_X86 1
 #endif
@@ -245,8 +246,13 @@ const DequantKernels& avx512Kernels()
 bool cpuRunsAvx2()
 {
     // libgcc's and compiler-rt's cpu model checks XGETBV as well: a feature counts only when the OS
-    // saves its registers.
-    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // saves its registers. Clang 14 has no "f16c" there, so F16C is read from cpuid leaf 1 (ECX bit
+    // 29); it uses the same YMM state AVX2 needs.
+    static const bool ok = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        const bool f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+        return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }();
     return ok;
 }
 
