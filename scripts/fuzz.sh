@@ -4,7 +4,7 @@
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
 # Seeds: tests/data and resources/examples (tensor files), resources/presets, resources/examples and
-# tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
+# tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json), tests/data/gguf/*.gguf (GGUF, the hostile ones included), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
 # (default 2) at a time, one core each. Crashing inputs are kept in <fuzz dir>/artifacts/<target>/ and
 # each run's log in <fuzz dir>/fuzz_<target>.log.
 # The targets are built in the ASan tree (build-asan/fuzz/, preset "asan", whose kvlens_core already
@@ -29,7 +29,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 built=()
-for target in npy npz safetensors spec tokenizer_json hf_config weight_index; do
+for target in npy npz safetensors gguf spec tokenizer_json hf_config weight_index; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
@@ -46,6 +46,8 @@ fuzz_one() {
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
     cp resources/presets/*.json resources/examples/*.json tests/data/spec_*.json "$corpus"/
+  elif [ "$target" = gguf ]; then
+    cp tests/data/gguf/*.gguf "$corpus"/
   elif [ "$target" = tokenizer_json ]; then
     cp tests/data/tokenizers/*.json "$corpus"/
   elif [ "$target" = hf_config ] || [ "$target" = weight_index ]; then
