@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// `kvlens eval`: its options read into an eval spec, the evaluation, and its files written through a staging directory.
 #include "app/eval_command.h"
 
 #include "app/batch.h"
@@ -14,6 +15,7 @@
 #include <QDir>
 #include <QString>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -27,17 +29,6 @@ namespace kvlens::app {
 /// Bootstrap resamples of the proxy study's intervals (resampling chunks).
 constexpr int kProxyResamples = 200;
 
-const char* evalUsage()
-{
-    return "  kvlens eval --model DIR (--text FILE | --tokens FILE.npy) --schemes S,... [--budgets 2,3,4]\n"
-           "              [--ctx 512] [--chunks N] [--calibration T] [--seeds FIRST[:COUNT]] [--residual R]\n"
-           "              [--attribution none|layers|heads] [--threads N] [--memory-limit MB] [--no-special]\n"
-           "              [--no-figures] [--quiet] --out DIR\n"
-           "                                       a transformer over text with its KV cache quantized by each\n"
-           "                                       scheme: llama.cpp's KLD report per configuration, per-token\n"
-           "                                       and per-layer files; or --spec EVAL.json for the options\n";
-}
-
 bool isEvalSpecFile(const std::string& path)
 {
     auto text = io::readRegularFile(path, io::kMaxSpecBytes);
@@ -45,15 +36,6 @@ bool isEvalSpecFile(const std::string& path)
 }
 
 namespace {
-
-Result<int> intArgument(const std::string& name, const std::string& text, int lo, int hi)
-{
-    int v = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
-        return Error{name, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'"};
-    return v;
-}
 
 std::vector<std::string> splitList(const std::string& text)
 {
@@ -81,139 +63,125 @@ std::vector<std::string> splitList(const std::string& text)
 
 } // namespace
 
-Result<EvalOptions> parseEvalArguments(const std::vector<std::string>& args)
+cli::Syntax evalSyntax()
 {
-    EvalOptions o;
-    EvalSpec& s = o.spec;
-    std::string specPath;
-    bool schemesGiven = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> Result<std::string> {
-            if (i + 1 >= args.size())
-                return Error{a, "needs a value"};
-            return args[++i];
-        };
-        auto integer = [&](int lo, int hi) -> Result<int> {
-            auto v = value();
-            if (!v)
-                return v.error();
-            return intArgument(a, *v, lo, hi);
-        };
-        if (a == "--spec") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            specPath = *v;
-        } else if (a == "--model" || a == "--text" || a == "--tokens" || a == "--out") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            (a == "--model" ? s.modelDir : a == "--text" ? s.textFile : a == "--tokens" ? s.tokensFile : o.outDir) = *v;
-        } else if (a == "--schemes") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            schemesGiven = true;
-            for (const std::string& name : splitList(*v)) {
-                auto scheme = findScheme(name);
-                if (!scheme)
-                    return Error{"--schemes", "unknown scheme '" + name + "' (known: " + schemeNames() + ")"};
-                s.schemes.push_back(EvalScheme{*scheme, {}, {}});
-            }
-        } else if (a == "--budgets") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            s.budgets.clear();
-            for (const std::string& b : splitList(*v)) {
-                auto n = intArgument("--budgets", b, 1, 8);
-                if (!n)
-                    return n.error();
-                s.budgets.push_back(*n);
-            }
-        } else if (a == "--ctx") {
-            auto v = integer(EvalLimits::kMinCtx, EvalLimits::kMaxCtx);
-            if (!v)
-                return v.error();
-            s.ctx = *v;
-        } else if (a == "--chunks") {
-            auto v = integer(0, EvalLimits::kMaxChunks);
-            if (!v)
-                return v.error();
-            s.chunks = *v;
-        } else if (a == "--calibration") {
-            auto v = integer(-1, EvalLimits::kMaxCtx * 16);
-            if (!v)
-                return v.error();
-            s.calibrationTokens = *v;
-        } else if (a == "--residual") {
-            auto v = integer(0, EvalLimits::kMaxCtx);
-            if (!v)
-                return v.error();
-            s.residual = *v;
-        } else if (a == "--threads") {
-            auto v = integer(0, 1024);
-            if (!v)
-                return v.error();
-            s.threads = *v;
-        } else if (a == "--memory-limit") {
-            auto v = integer(0, 1 << 30);
-            if (!v)
-                return v.error();
-            s.memoryLimitMb = *v;
-        } else if (a == "--seeds") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            const auto colon = v->find(':');
-            const std::string firstText = v->substr(0, colon);
-            std::uint64_t first = 0;
-            const auto [ptr, ec] = std::from_chars(firstText.data(), firstText.data() + firstText.size(), first);
-            if (ec != std::errc() || ptr != firstText.data() + firstText.size())
-                return Error{"--seeds", "must be FIRST or FIRST:COUNT, got '" + *v + "'"};
-            s.firstSeed = first;
-            if (colon != std::string::npos) {
-                auto count = intArgument("--seeds", v->substr(colon + 1), 1, EvalLimits::kMaxSeeds);
-                if (!count)
-                    return count.error();
-                s.seedCount = *count;
-            }
-        } else if (a == "--attribution") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            if (*v == "none")
-                s.attribution = Attribution::None;
-            else if (*v == "layers")
-                s.attribution = Attribution::Layers;
-            else if (*v == "heads")
-                s.attribution = Attribution::Heads;
-            else
-                return Error{"--attribution", "must be none, layers or heads, got '" + *v + "'"};
-        } else if (a == "--no-special") {
-            s.parseSpecialTokens = false;
-        } else if (a == "--quiet") {
-            o.quiet = true;
-        } else if (a == "--no-figures") {
-            o.figures = false;
-        } else {
-            return Error{a, "unknown argument of kvlens eval (see kvlens --help)"};
+    using L = EvalLimits;
+    return {{cli::text("--spec", "EVAL.json", "an eval spec instead of the model options (its spec.json runs again)"),
+             cli::text("--model", "DIR", "a Hugging Face model folder (Llama, Mistral, Qwen2, GPT-2)"),
+             cli::text("--text", "FILE", "UTF-8 text, tokenized by the model's tokenizer"),
+             cli::text("--tokens", "FILE.npy", "token ids (.npy int32/int64) instead of --text"),
+             cli::text("--schemes", "S,...", "the schemes: names, compositions, K=<type>,V=<type> (llama.cpp's types)"),
+             cli::text("--budgets", "n,...", "bit budgets, each an integer in [1, 8] (default 2,3,4)"),
+             cli::integer("--ctx", "N", L::kMinCtx, L::kMaxCtx, "tokens per chunk (default 512)"),
+             cli::integer("--chunks", "N", 0, L::kMaxChunks, "chunks scored (0: every whole chunk of the text)"),
+             cli::integer("--calibration", "T", -1, L::kMaxCtx * 16ll,
+                          "tokens before the first chunk for calibration (-1: one chunk when a scheme calibrates)"),
+             cli::text("--seeds", "FIRST[:COUNT]", "the first seed and how many (default 1:1)"),
+             cli::integer("--residual", "R", 0, L::kMaxCtx, "the R most recent tokens of each query stay exact"),
+             cli::choice("--attribution", {"none", "layers", "heads"},
+                         "the damage with one layer (or one KV head) quantized (default layers)"),
+             cli::integer("--threads", "N", 0, 1024, "worker threads of a forward (0: one per core)"),
+             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: half of physical memory)"),
+             cli::flag("--no-special", "byte-level BPE: do not match special tokens in the text"),
+             cli::flag("--quiet", "no progress line"),
+             cli::flag("--no-figures", "write the tables only, no figures"),
+             cli::text("--out", "DIR", "the output directory, staged and put in place whole").isRequired()},
+            {}};
+}
+
+const std::vector<std::string>& evalRunOptions()
+{
+    static const std::vector<std::string> names{"--out",   "--quiet", "--no-figures",  "--threads",
+                                                "--width", "--dpi",   "--font-family", "--font-size"};
+    return names;
+}
+
+namespace {
+
+/// FIRST or FIRST:COUNT.
+Status readSeeds(const std::string& text, EvalSpec& s)
+{
+    const auto colon = text.find(':');
+    const std::string firstText = text.substr(0, colon);
+    std::uint64_t first = 0;
+    const auto [ptr, ec] = std::from_chars(firstText.data(), firstText.data() + firstText.size(), first);
+    if (ec != std::errc() || ptr != firstText.data() + firstText.size())
+        return Error{"--seeds", "must be FIRST or FIRST:COUNT, got '" + text + "'"};
+    s.firstSeed = first;
+    if (colon != std::string::npos) {
+        auto count = cli::parseInteger("--seeds", text.substr(colon + 1), 1, EvalLimits::kMaxSeeds);
+        if (!count)
+            return count.error();
+        s.seedCount = static_cast<int>(*count);
+    }
+    return Ok{};
+}
+
+/// The spec the model options describe.
+Result<EvalSpec> specFromOptions(const cli::Arguments& args)
+{
+    EvalSpec s;
+    s.modelDir = args.value("--model");
+    s.textFile = args.value("--text");
+    s.tokensFile = args.value("--tokens");
+    for (const std::string& name : splitList(args.value("--schemes"))) {
+        auto scheme = findScheme(name);
+        if (!scheme)
+            return Error{"--schemes", "unknown scheme '" + name + "' (known: " + schemeNames() + ")"};
+        s.schemes.push_back(EvalScheme{*scheme, {}, {}});
+    }
+    if (args.has("--budgets")) {
+        s.budgets.clear();
+        for (const std::string& b : splitList(args.value("--budgets"))) {
+            auto n = cli::parseInteger("--budgets", b, 1, 8);
+            if (!n)
+                return n.error();
+            s.budgets.push_back(static_cast<int>(*n));
         }
     }
-    if (!specPath.empty()) {
-        if (!s.modelDir.empty() || !s.textFile.empty() || !s.tokensFile.empty() || schemesGiven)
-            return Error{"--spec", "give the eval spec file or the model options, not both"};
-        auto loaded = loadEvalSpecFile(specPath);
-        if (!loaded)
-            return loaded.error();
-        s = std::move(loaded).value();
-    }
-    if (o.outDir.empty())
-        return Error{"--out", "kvlens eval needs --out DIR"};
+    s.ctx = static_cast<int>(args.integer("--ctx", s.ctx));
+    s.chunks = static_cast<int>(args.integer("--chunks", s.chunks));
+    s.calibrationTokens = static_cast<int>(args.integer("--calibration", s.calibrationTokens));
+    s.residual = static_cast<int>(args.integer("--residual", s.residual));
+    s.memoryLimitMb = static_cast<double>(args.integer("--memory-limit", 0));
+    if (args.has("--seeds"))
+        if (auto seeds = readSeeds(args.value("--seeds"), s); !seeds)
+            return seeds.error();
+    const std::string attribution = args.value("--attribution", "layers");
+    s.attribution = attribution == "none" ? Attribution::None : attribution == "heads" ? Attribution::Heads : Attribution::Layers;
+    s.parseSpecialTokens = !args.has("--no-special");
     if (s.schemes.empty())
         return Error{"--schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
-    if (auto ok = checkEvalSpec(s); !ok)
+    return s;
+}
+
+} // namespace
+
+Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args)
+{
+    EvalOptions o;
+    o.outDir = args.value("--out");
+    o.quiet = args.has("--quiet");
+    o.figures = !args.has("--no-figures");
+    if (args.has("--spec")) {
+        // The file holds the run: an option that is one of its fields would be silently overridden or lost.
+        const auto& run = evalRunOptions();
+        for (const std::string& name : args.given())
+            if (name != "--spec" && std::find(run.begin(), run.end(), name) == run.end())
+                return Error{name, "is a field of the eval spec: with --spec, give it in the file (or the model "
+                                   "options without --spec)"};
+        auto loaded = loadEvalSpecFile(args.value("--spec"));
+        if (!loaded)
+            return loaded.error();
+        o.spec = std::move(loaded).value();
+    } else {
+        auto spec = specFromOptions(args);
+        if (!spec)
+            return spec.error();
+        o.spec = std::move(spec).value();
+    }
+    o.spec.threads = static_cast<int>(args.integer("--threads", o.spec.threads));
+    if (auto ok = checkEvalSpec(o.spec); !ok)
         return ok.error();
     return o;
 }

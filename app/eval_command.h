@@ -2,6 +2,7 @@
 // `kvlens eval`: a model's next-token damage under each KV-cache scheme, and --batch on an eval spec.
 #pragma once
 
+#include "app/cli.h"
 #include "core/common/result.h"
 #include "core/spec/eval_spec.h"
 #include "widgets/figure_export.h"
@@ -20,12 +21,20 @@ struct EvalOptions {
     widgets::ExportOptions figure;
 };
 
-/// `kvlens eval --model DIR (--text FILE | --tokens FILE.npy) --schemes S,... [--budgets n,...]
-/// [--ctx 512] [--chunks N] [--calibration T] [--seeds FIRST[:COUNT]] [--residual R]
+/// The options of `kvlens eval --model DIR (--text FILE | --tokens FILE.npy) --schemes S,...
+/// [--budgets n,...] [--ctx 512] [--chunks N] [--calibration T] [--seeds FIRST[:COUNT]] [--residual R]
 /// [--attribution none|layers|heads] [--threads N] [--memory-limit MB] [--no-special] [--quiet]
-/// [--no-figures] --out DIR`, or `--spec EVAL.json` instead of the model options. Errors name the
-/// argument.
-Result<EvalOptions> parseEvalArguments(const std::vector<std::string>& args);
+/// [--no-figures] --out DIR`, or `--spec EVAL.json` instead of the model options.
+cli::Syntax evalSyntax();
+
+/// The options of an evaluation that are not fields of its spec: what `--spec EVAL.json` and
+/// `kvlens --batch EVAL.json` take beside the file (--threads sets the spec's threads).
+const std::vector<std::string>& evalRunOptions();
+
+/// The options read (evalSyntax) as EvalOptions, its spec checked (checkEvalSpec). With --spec,
+/// an option that is a field of the spec is refused, naming it. Errors name the option. The
+/// figure options are the caller's (figureOptions).
+Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args);
 
 /// Runs the evaluation and writes DIR/spec.json (the eval spec), eval_summary.csv,
 /// eval_tokens.csv, eval_layers.csv, eval_proxies.csv (paper C's proxies against each token's KLD),
@@ -38,8 +47,5 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
 /// True when `path` is a readable file holding an eval spec ("kvlens_eval"); false otherwise (an
 /// experiment spec, "default", or an unreadable file, which --batch then reports).
 bool isEvalSpecFile(const std::string& path);
-
-/// The usage lines of `kvlens eval` for --help.
-const char* evalUsage();
 
 } // namespace kvlens::app

@@ -9,6 +9,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+
 using kvlens::test::runKvlens;
 
 namespace {
@@ -61,6 +63,81 @@ private slots:
                                   again, QStringLiteral("--quiet"), QStringLiteral("--no-figures")});
         QVERIFY2(b.exitCode == 0, b.err.constData());
         QCOMPARE(readAll(again + QStringLiteral("/eval_summary.csv")), summary);
+        // --threads reaches the evaluation as its spec's threads: one thread sums the forward in
+        // another order, so the exact cache's perplexity moves in its last digits only (measured:
+        // 1e-9 relative), never beyond 1e-6.
+        const QString oneThread = dir.filePath(QStringLiteral("one_thread"));
+        const auto t = runKvlens({QStringLiteral("--batch"), out + QStringLiteral("/spec.json"), QStringLiteral("--out"),
+                                  oneThread, QStringLiteral("--quiet"), QStringLiteral("--no-figures"), QStringLiteral("--threads"),
+                                  QStringLiteral("1")});
+        QVERIFY2(t.exitCode == 0, t.err.constData());
+        QVERIFY2(readAll(out + QStringLiteral("/spec.json")).contains("\"threads\": 0"), readAll(out + QStringLiteral("/spec.json")).constData());
+        QVERIFY2(readAll(oneThread + QStringLiteral("/spec.json")).contains("\"threads\": 1"),
+                 readAll(oneThread + QStringLiteral("/spec.json")).constData());
+        auto exactPpl = [](const QByteArray& csv) {
+            for (const QByteArray& line : csv.split('\n'))
+                if (line.startsWith("exact,fixed,1,"))
+                    return line.split(',').value(6).toDouble(); // ppl
+            return 0.0;
+        };
+        const double ppl = exactPpl(summary), pplOneThread = exactPpl(readAll(oneThread + QStringLiteral("/eval_summary.csv")));
+        QVERIFY2(ppl > 1.0 && std::abs(pplOneThread - ppl) <= 1e-6 * ppl, qPrintable(QStringLiteral("%1 vs %2").arg(ppl, 0, 'g', 17).arg(pplOneThread, 0, 'g', 17)));
+    }
+
+    void anEvalSpecRefusesWhatAnEvaluationDoesNotTake_data()
+    {
+        QTest::addColumn<QStringList>("extra");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("shard") << QStringList{QStringLiteral("--shard"), QStringLiteral("0/2")}
+                               << QStringLiteral("kvlens: --shard: an evaluation (EVAL.json) does not take it yet");
+        for (const QStringList& option : {QStringList{QStringLiteral("--reuse"), QStringLiteral("old")},
+                                          QStringList{QStringLiteral("--validate")},
+                                          QStringList{QStringLiteral("--backend"), QStringLiteral("cpu")},
+                                          QStringList{QStringLiteral("--device"), QStringLiteral("0")}})
+            QTest::newRow(qPrintable(option.first())) << option
+                                                      << QStringLiteral("kvlens: %1: an evaluation (EVAL.json) does not take it (it is an option of ")
+                                                             .arg(option.first());
+        QTest::newRow("figure option without figures")
+            << QStringList{QStringLiteral("--no-figures"), QStringLiteral("--dpi"), QStringLiteral("600")}
+            << QStringLiteral("kvlens: --dpi: draws nothing with --no-figures");
+    }
+    void anEvalSpecRefusesWhatAnEvaluationDoesNotTake()
+    {
+        QFETCH(QStringList, extra);
+        QFETCH(QString, message);
+        QTemporaryDir dir;
+        const QString spec = dir.filePath(QStringLiteral("eval.json"));
+        QFile f(spec);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QStringLiteral(R"({"kvlens_eval": 1, "model": "%1", "text": "%1/heldout.txt", "schemes": ["KV"], "budgets": [3],
+                               "ctx": 128, "chunks": 2})")
+                    .arg(kModel)
+                    .toUtf8());
+        f.close();
+        const QString out = dir.filePath(QStringLiteral("run"));
+        const auto r = runKvlens(QStringList{QStringLiteral("--batch"), spec, QStringLiteral("--out"), out} + extra);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.startsWith(message.toUtf8()), r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1);
+        QVERIFY(!QFileInfo::exists(out));
+        // kvlens eval --spec takes the same: a field of the spec beside the file is refused, naming it.
+        const auto e = runKvlens({QStringLiteral("eval"), QStringLiteral("--spec"), spec, QStringLiteral("--ctx"), QStringLiteral("64"),
+                                  QStringLiteral("--out"), out});
+        QCOMPARE(e.exitCode, 2);
+        QVERIFY2(e.err.startsWith("kvlens eval: --ctx: is a field of the eval spec"), e.err.constData());
+    }
+
+    void helpListsTheOptions()
+    {
+        const auto r = runKvlens({QStringLiteral("eval"), QStringLiteral("--help")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.err.isEmpty());
+        QVERIFY2(r.out.startsWith("usage: kvlens eval --model DIR"), r.out.constData());
+        for (const char* option : {"--spec EVAL.json", "--model DIR", "--schemes S,...", "--budgets n,...", "--ctx N",
+                                   "--chunks N", "--calibration T", "--seeds FIRST[:COUNT]", "--residual R",
+                                   "--attribution none|layers|heads", "--threads N", "--memory-limit MB", "--no-special",
+                                   "--quiet", "--no-figures", "--out DIR", "--width", "--dpi", "--font-family", "--font-size"})
+            QVERIFY2(r.out.contains(option), option);
     }
 
     void figuresAreWrittenThroughTheStagingDirectory()
@@ -117,6 +194,20 @@ private slots:
                                                    QStringLiteral("--schemes"), QStringLiteral("KV"), QStringLiteral("--budgets"),
                                                    QStringLiteral("2,9")}
                                     << QStringLiteral("--budgets: must be an integer in [1, 8], got '9'");
+        // A repeated option is refused, whichever it is (the last one used to win).
+        QTest::newRow("ctx twice") << QStringList{QStringLiteral("--model"), kModel, QStringLiteral("--text"), text,
+                                                  QStringLiteral("--schemes"), QStringLiteral("KV"), QStringLiteral("--ctx"),
+                                                  QStringLiteral("64"), QStringLiteral("--ctx"), QStringLiteral("128")}
+                                   << QStringLiteral("kvlens eval: --ctx: is given twice; give it once");
+        QTest::newRow("model twice") << QStringList{QStringLiteral("--model"), kModel, QStringLiteral("--model"), kModel,
+                                                    QStringLiteral("--text"), text, QStringLiteral("--schemes"), QStringLiteral("KV")}
+                                     << QStringLiteral("kvlens eval: --model: is given twice; give it once");
+        QTest::newRow("out twice") << QStringList{QStringLiteral("--model"), kModel, QStringLiteral("--text"), text,
+                                                  QStringLiteral("--schemes"), QStringLiteral("KV"), QStringLiteral("--out"),
+                                                  QStringLiteral("elsewhere")}
+                                   << QStringLiteral("kvlens eval: --out: is given twice; give it once");
+        QTest::newRow("unknown option") << QStringList{QStringLiteral("--model"), kModel, QStringLiteral("--ctxx"), QStringLiteral("64")}
+                                        << QStringLiteral("kvlens eval: --ctxx: unknown option (see kvlens eval --help)");
     }
     void badInputIsRefusedAndNothingWritten()
     {
