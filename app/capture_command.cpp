@@ -55,11 +55,11 @@ Result<std::vector<int>> parseLayers(const std::string& text)
 
 std::vector<std::string> captureReservedKeys()
 {
-    // What eval::runCapture writes beside the layout (core/eval/capture.cpp); tst_capture_command
-    // checks that every key of a real dump is here or a --meta key.
+    // The layout and what eval::runCapture writes beside it, from core's one list of each;
+    // tst_capture_command checks that every key of a real dump is here or a --meta key.
     std::vector<std::string> keys = eval::dumpLayoutKeys();
-    for (const char* key : {"model", "rope", "positions", "source", "model_layers", "span_loss", "captured_by", "model_dir"})
-        keys.emplace_back(key);
+    const auto& provenance = eval::dumpProvenanceKeys();
+    keys.insert(keys.end(), provenance.begin(), provenance.end());
     return keys;
 }
 

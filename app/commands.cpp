@@ -170,10 +170,16 @@ int runBatchMode(const cli::Arguments& args, std::ostream& out, std::ostream& er
 
 int runEvalSpecMode(const cli::Arguments& args, std::ostream& out, std::ostream& err)
 {
+    EvalOptions options;
+    if (args.has("--shard")) {
+        auto shard = parseEvalShard(args.value("--shard"));
+        if (!shard)
+            return refuse(err, "kvlens", shard.error());
+        options.shard = *shard;
+    }
     auto spec = loadEvalSpecFile(args.value("--batch"));
     if (!spec)
         return refuse(err, "kvlens", spec.error());
-    EvalOptions options;
     options.spec = std::move(spec).value();
     options.spec.threads = static_cast<int>(args.integer("--threads", options.spec.threads));
     options.outDir = args.value("--out");
@@ -353,13 +359,13 @@ std::vector<Command> makeModes()
                         pick({"--batch", "--validate", "--out", "--threads", "--quiet", "--device"}, {"--out"}),
                         NeedsApplication::No, runBatchMode));
     rows.push_back(mode("--batch EVAL.json", "an evaluation (EVAL.json)",
-                        "kvlens --batch EVAL.json --out DIR [--threads N] [--quiet] [--no-figures] [figure options]",
-                        "run an eval spec (kvlens eval's spec.json) and write what kvlens eval writes",
-                        pick({"--batch", "--out", "--threads", "--quiet", "--no-figures", "--width", "--dpi", "--font-family",
-                              "--font-size"},
+                        "kvlens --batch EVAL.json --out DIR [--threads N] [--shard i/n] [--quiet] [--no-figures] [figure options]",
+                        "run an eval spec (kvlens eval's spec.json) and write what kvlens eval writes; with --shard, a fixed "
+                        "1/n of its chunks for kvlens merge",
+                        pick({"--batch", "--out", "--threads", "--shard", "--quiet", "--no-figures", "--width", "--dpi",
+                              "--font-family", "--font-size"},
                              {"--out"}),
                         NeedsApplication::ForFigures, runEvalSpecMode));
-    rows.back().notYet = {"--shard"};
     rows.push_back(mode("--reproduce", "--reproduce",
                         "kvlens --reproduce --out DIR [--full] [--threads N] [--quiet] [--no-figures] [figure options]",
                         "run the shipped presets and write DIR/report.html: the papers' claims, measured, with computed "

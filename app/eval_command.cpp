@@ -5,7 +5,9 @@
 #include "app/batch.h"
 #include "app/interrupt.h"
 #include "core/analysis/eval_analysis.h"
+#include "core/common/hash.h"
 #include "core/eval/eval_files.h"
+#include "core/eval/eval_shard.h"
 #include "core/eval/evaluator.h"
 #include "core/io/atomic_file.h"
 #include "core/io/file_read.h"
@@ -16,6 +18,7 @@
 #include <QString>
 
 #include <algorithm>
+#include <memory>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -28,6 +31,17 @@ namespace kvlens::app {
 
 /// Bootstrap resamples of the proxy study's intervals (resampling chunks).
 constexpr int kProxyResamples = 200;
+
+namespace {
+
+std::string seconds(double s)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, s < 10 ? "%.1f s" : "%.0f s", s);
+    return text;
+}
+
+} // namespace
 
 bool isEvalSpecFile(const std::string& path)
 {
@@ -81,8 +95,13 @@ cli::Syntax evalSyntax()
              cli::choice("--attribution", {"none", "layers", "heads"},
                          "the damage with one layer (or one KV head) quantized (default layers)"),
              cli::integer("--threads", "N", 0, 1024, "worker threads of a forward (0: one per core)"),
-             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: half of physical memory)"),
+             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: 85 % of physical memory)"),
              cli::flag("--no-special", "byte-level BPE: do not match special tokens in the text"),
+             cli::choice("--query-conversion", {"ggml", "none"},
+                         "llama.cpp's cache types: queries converted as ggml converts them (ggml, the default) or "
+                         "kept float32 (none: the codec alone)"),
+             cli::text("--shard", "i/n", "score only shard i of n of the chunks (0 <= i < n), for a job array; "
+                                         "bring the n directories together with kvlens merge"),
              cli::flag("--quiet", "no progress line"),
              cli::flag("--no-figures", "write the tables only, no figures"),
              cli::text("--out", "DIR", "the output directory, staged and put in place whole").isRequired()},
@@ -91,7 +110,7 @@ cli::Syntax evalSyntax()
 
 const std::vector<std::string>& evalRunOptions()
 {
-    static const std::vector<std::string> names{"--out",   "--quiet", "--no-figures",  "--threads",
+    static const std::vector<std::string> names{"--out",   "--quiet", "--no-figures",  "--threads",   "--shard",
                                                 "--width", "--dpi",   "--font-family", "--font-size"};
     return names;
 }
@@ -150,6 +169,7 @@ Result<EvalSpec> specFromOptions(const cli::Arguments& args)
     const std::string attribution = args.value("--attribution", "layers");
     s.attribution = attribution == "none" ? Attribution::None : attribution == "heads" ? Attribution::Heads : Attribution::Layers;
     s.parseSpecialTokens = !args.has("--no-special");
+    s.ggmlQueryConversion = args.value("--query-conversion", "ggml") == "ggml";
     if (s.schemes.empty())
         return Error{"--schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
     return s;
@@ -181,41 +201,45 @@ Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args)
         o.spec = std::move(spec).value();
     }
     o.spec.threads = static_cast<int>(args.integer("--threads", o.spec.threads));
+    if (args.has("--shard")) {
+        auto shard = parseEvalShard(args.value("--shard"));
+        if (!shard)
+            return shard.error();
+        o.shard = *shard;
+    }
     if (auto ok = checkEvalSpec(o.spec); !ok)
         return ok.error();
     return o;
 }
 
-namespace {
-
-std::string seconds(double s)
+Result<eval::EvalShard> parseEvalShard(const std::string& text)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, s < 10 ? "%.1f s" : "%.0f s", s);
-    return text;
+    const auto slash = text.find('/');
+    if (slash == std::string::npos)
+        return Error{"--shard", "must be i/n (0 <= i < n), got '" + text + "'"};
+    auto index = cli::parseInteger("--shard", text.substr(0, slash), 0, (1 << 20) - 1);
+    auto count = cli::parseInteger("--shard", text.substr(slash + 1), 1, 1 << 20);
+    if (!index || !count || *index >= *count)
+        return Error{"--shard", "must be i/n with 0 <= i < n <= 1048576, got '" + text + "'"};
+    return eval::EvalShard{static_cast<int>(*index), static_cast<int>(*count)};
 }
 
-} // namespace
+namespace {
 
-int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err)
+/// The progress line on `err`: percentage, elapsed, ETA, stage; at most ten updates a second.
+eval::EvalCallbacks progressLine(const EvalOptions& options, std::ostream& err)
 {
-    auto staged = io::StagedDirectory::begin(options.outDir);
-    if (!staged) {
-        err << "kvlens: " << staged.error().text() << "\n";
-        return kExitRefused;
-    }
-    const InterruptScope interrupts;
-    const auto started = std::chrono::steady_clock::now();
-    auto last = started - std::chrono::seconds(1);
     eval::EvalCallbacks callbacks;
     callbacks.cancelled = [] { return InterruptScope::interrupted(); };
-    callbacks.progress = [&](double done, double total, const std::string& stage) {
-        if (options.quiet)
-            return;
+    if (options.quiet)
+        return callbacks;
+    const auto started = std::chrono::steady_clock::now();
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>(started - std::chrono::seconds(1));
+    callbacks.progress = [&err, started, last](double done, double total, const std::string& stage) {
         const auto now = std::chrono::steady_clock::now();
-        if (now - last < std::chrono::milliseconds(100) && done < total)
+        if (now - *last < std::chrono::milliseconds(100) && done < total)
             return;
-        last = now;
+        *last = now;
         const double elapsed = std::chrono::duration<double>(now - started).count();
         const double fraction = total > 0 ? done / total : 0.0;
         std::string line = "\rkvlens eval: " + std::to_string(static_cast<int>(100.0 * fraction)) + "%  " + seconds(elapsed);
@@ -226,7 +250,96 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
             line.append(100 - line.size(), ' ');
         err << line << std::flush;
     };
-    auto result = eval::runEval(options.spec, callbacks);
+    return callbacks;
+}
+
+/// eval_shard.bin and manifest.json: the run, lossless, with what identifies it.
+std::vector<std::pair<std::string, std::string>> runRecord(const eval::EvalResult& r)
+{
+    const std::string shard = eval::encodeEvalShard(r);
+    const eval::EvalIdentity identity{eval::evalSpecHash(r.spec), r.modelHash, r.tokensHash, KVLENS_VERSION};
+    const std::uint64_t checksum = fnv1a64(shard);
+    return {{"eval_shard.bin", shard}, {"manifest.json", eval::evalManifestJson(r, identity, checksum)}};
+}
+
+/// The tables, the report and the record of a whole run; a shard's spec and record only.
+std::vector<std::pair<std::string, std::string>> runFiles(const eval::EvalResult& r, std::string& proxiesText)
+{
+    std::vector<std::pair<std::string, std::string>> files{{"spec.json", evalSpecToJson(r.spec)}};
+    if (r.shardCount == 1) {
+        const auto proxies = eval::outputProxyStudy(r, r.spec.seed(0) + 90, kProxyResamples);
+        proxiesText = eval::outputProxiesText(proxies);
+        files.insert(files.end(), {{"eval_summary.csv", eval::summaryCsv(r)},
+                                   {"eval_tokens.csv", eval::tokensCsv(r)},
+                                   {"eval_layers.csv", eval::layersCsv(r)},
+                                   {"eval_proxies.csv", eval::outputProxiesCsv(proxies)},
+                                   {"report.txt", eval::reportText(r) + proxiesText}});
+    }
+    for (auto& f : runRecord(r))
+        files.push_back(std::move(f));
+    return files;
+}
+
+} // namespace
+
+int writeEvalRun(const eval::EvalResult& result, const EvalOptions& options, io::StagedDirectory& staged,
+                 std::ostream& out, std::ostream& err)
+{
+    const std::string dir = staged.path();
+    int written = 0;
+    std::string proxiesText;
+    std::string names;
+    for (const auto& [name, text] : runFiles(result, proxiesText)) {
+        names += (names.empty() ? "" : ", ") + name;
+        if (auto ok = writeFileAtomic(dir + "/" + name, text); !ok) {
+            err << "kvlens: " << ok.error().text() << "\n";
+            written = kExitFailed;
+            break;
+        }
+    }
+    // The figures go into the staging directory too: a failure leaves DIR as it was.
+    int figureFiles = 0;
+    std::string skippedNote;
+    const bool figures = options.figures && result.shardCount == 1;
+    if (written == 0 && figures) {
+        const auto outcome = widgets::exportEvalFigures(result, QDir(QString::fromStdString(dir)).filePath(QStringLiteral("figures")),
+                                                        options.figure, QByteArray::fromStdString(evalSpecToJson(result.spec)));
+        if (!outcome.ok()) {
+            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(dir) << "\n";
+            written = kExitFailed;
+        }
+        figureFiles = static_cast<int>(outcome.written.size());
+        for (const QString& why : outcome.skipped) // a figure with nothing to draw is named, never silently absent
+            skippedNote += "no figure: " + why.toStdString() + "\n";
+    }
+    std::ostringstream report;
+    if (result.shardCount == 1)
+        report << eval::reportText(result) << proxiesText;
+    else
+        report << "shard " << result.shardIndex << " of " << result.shardCount << ": chunks " << result.chunkIndices.front() + 1
+               << ".." << result.chunkIndices.back() + 1 << " of the text, " << result.scored.size()
+               << " scored tokens; bring the shards together with kvlens merge\n";
+    const double tokensPerSecond = result.forwardMs > 0 ? result.forwardTokens / (result.forwardMs / 1000.0) : 0.0;
+    report << "\n" << result.configurations.size() << " configurations, " << result.scored.size()
+           << " scored tokens each, in " << seconds(result.elapsedMs / 1000.0) << " (forward passes "
+           << static_cast<long long>(tokensPerSecond) << " tokens/s)\n";
+    report << skippedNote;
+    report << "wrote " << options.outDir << "/{" << names << "}";
+    if (figures)
+        report << " and " << figureFiles << " files in " << options.outDir << "/figures";
+    report << "\n";
+    return finishRun(staged, written, report.str(), out, err);
+}
+
+int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err)
+{
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
+    auto result = eval::runEval(options.spec, progressLine(options, err), options.shard);
     if (!options.quiet)
         err << "\n";
     if (!result) {
@@ -239,48 +352,7 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
         staged->abort();
         return InterruptScope::exitStatus();
     }
-    const std::string dir = staged->path();
-    int written = 0;
-    const auto proxies = eval::outputProxyStudy(*result, options.spec.seed(0) + 90, kProxyResamples);
-    const std::string proxiesText = eval::outputProxiesText(proxies);
-    for (const auto& [name, text] : {std::pair<std::string, std::string>{"spec.json", evalSpecToJson(options.spec)},
-                                     {"eval_summary.csv", eval::summaryCsv(*result)},
-                                     {"eval_tokens.csv", eval::tokensCsv(*result)},
-                                     {"eval_layers.csv", eval::layersCsv(*result)},
-                                     {"eval_proxies.csv", eval::outputProxiesCsv(proxies)},
-                                     {"report.txt", eval::reportText(*result) + proxiesText}}) {
-        if (auto ok = writeFileAtomic(dir + "/" + name, text); !ok) {
-            err << "kvlens: " << ok.error().text() << "\n";
-            written = kExitFailed;
-            break;
-        }
-    }
-    // The figures go into the staging directory too: a failure leaves DIR as it was.
-    int figureFiles = 0;
-    std::string skippedNote;
-    if (written == 0 && options.figures) {
-        const auto outcome = widgets::exportEvalFigures(*result, QDir(QString::fromStdString(dir)).filePath(QStringLiteral("figures")),
-                                                        options.figure, QByteArray::fromStdString(evalSpecToJson(options.spec)));
-        if (!outcome.ok()) {
-            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(dir) << "\n";
-            written = kExitFailed;
-        }
-        figureFiles = static_cast<int>(outcome.written.size());
-        for (const QString& why : outcome.skipped) // a figure with nothing to draw is named, never silently absent
-            skippedNote += "no figure: " + why.toStdString() + "\n";
-    }
-    std::ostringstream report;
-    report << eval::reportText(*result) << proxiesText;
-    const double tokensPerSecond = result->forwardMs > 0 ? result->forwardTokens / (result->forwardMs / 1000.0) : 0.0;
-    report << "\n" << result->configurations.size() << " configurations, " << result->scored.size()
-           << " scored tokens each, in " << seconds(result->elapsedMs / 1000.0) << " (forward passes "
-           << static_cast<long long>(tokensPerSecond) << " tokens/s)\n";
-    report << skippedNote;
-    report << "wrote " << options.outDir << "/{spec.json, eval_summary.csv, eval_tokens.csv, eval_layers.csv, eval_proxies.csv, report.txt}";
-    if (options.figures)
-        report << " and " << figureFiles << " files in " << options.outDir << "/figures";
-    report << "\n";
-    return finishRun(*staged, written, report.str(), out, err);
+    return writeEvalRun(*result, options, *staged, out, err);
 }
 
 } // namespace kvlens::app

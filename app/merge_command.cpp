@@ -3,7 +3,10 @@
 #include "app/merge_command.h"
 
 #include "app/batch.h"
+#include "app/eval_command.h"
 #include "app/interrupt.h"
+#include "core/common/hash.h"
+#include "core/eval/eval_shard.h"
 #include "core/experiment/shard.h"
 #include "core/spec/spec_json.h"
 #include "core/io/file_read.h"
@@ -45,8 +48,90 @@ MergeOptions mergeOptionsFrom(const cli::Arguments& args)
     return options;
 }
 
+namespace {
+
+/// The largest eval_shard.bin merge reads (a run's per-token data; a real study's is megabytes).
+constexpr std::uint64_t kMaxEvalShardBytes = 16ull << 30;
+
+/// One eval shard directory: manifest, spec and eval_shard.bin read and checked against each other.
+Result<eval::EvalShardInput> readEvalShard(const std::string& dir)
+{
+    eval::EvalShardInput in;
+    in.dir = dir;
+    auto text = readWholeFile(dir + "/manifest.json", io::kMaxManifestBytes);
+    if (!text)
+        return text.error();
+    auto manifest = eval::parseEvalManifest(*text, dir + "/manifest.json");
+    if (!manifest)
+        return manifest.error();
+    in.manifest = std::move(*manifest);
+    auto spec = loadEvalSpecFile(dir + "/spec.json");
+    if (!spec)
+        return spec.error();
+    if (eval::evalSpecHash(*spec) != in.manifest.identity.specHash)
+        return Error{dir + "/spec.json", "is not the spec its manifest names (the spec hashes differ)"};
+    auto bytes = readWholeFile(dir + "/eval_shard.bin", kMaxEvalShardBytes);
+    if (!bytes)
+        return bytes.error();
+    if (fnv1a64(*bytes) != in.manifest.checksum)
+        return Error{dir + "/eval_shard.bin", "does not match its manifest's checksum (damaged, or from another run)"};
+    in.result.spec = std::move(*spec);
+    if (auto s = eval::decodeEvalShard(*bytes, dir + "/eval_shard.bin", in.result); !s)
+        return s.error();
+    if (in.result.chunkIndices != in.manifest.chunks)
+        return Error{dir + "/eval_shard.bin", "does not hold the chunks its manifest lists"};
+    return in;
+}
+
+/// kvlens merge of an evaluation's shards: read, checked and merged (eval::mergeEvalShards), then
+/// written by the one writer of kvlens eval, as the unsharded run writes them.
+int runEvalMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
+{
+    std::vector<eval::EvalShardInput> shards;
+    for (const std::string& dir : options.shardDirs) {
+        if (samePath(dir, options.outDir)) {
+            err << "kvlens merge: --out " << options.outDir << " is one of the shard directories; choose another\n";
+            return kExitRefused;
+        }
+        auto shard = readEvalShard(dir);
+        if (!shard) {
+            err << "kvlens merge: " << shard.error().text() << "; nothing written\n";
+            return kExitRefused;
+        }
+        shards.push_back(std::move(*shard));
+    }
+    auto merged = eval::mergeEvalShards(std::move(shards));
+    if (!merged) {
+        err << "kvlens merge: " << merged.error().text() << "; nothing written\n";
+        return kExitRefused;
+    }
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens merge: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
+    EvalOptions write;
+    write.spec = merged->spec;
+    write.outDir = options.outDir;
+    write.figures = options.figures;
+    write.figure = options.figure;
+    return writeEvalRun(*merged, write, *staged, out, err);
+}
+
+/// Whether `dir` holds an evaluation's shard (its manifest says kvlens-eval-shard).
+bool isEvalShardDir(const std::string& dir)
+{
+    const auto text = readWholeFile(dir + "/manifest.json", io::kMaxManifestBytes);
+    return text && eval::isEvalManifest(*text);
+}
+
+} // namespace
+
 int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
 {
+    if (!options.shardDirs.empty() && isEvalShardDir(options.shardDirs.front()))
+        return runEvalMerge(options, out, err);
     // Every manifest first: a set that does not fit together is refused before any trial is read.
     std::vector<ShardPart> parts;
     bool unreadable = false;

@@ -226,10 +226,13 @@ private slots:
             std::string message;
         };
         const Case cases[] = {
-            {{"--batch", spec, "--out", "o", "--shard", "0/2"}, "kvlens: --shard: an evaluation (EVAL.json) does not take it yet\n"},
+            {{"--batch", spec, "--out", "o", "--shard", "2/2"}, "kvlens: --shard: must be i/n with 0 <= i < n <= 1048576, got '2/2'\n"},
             {{"--batch", spec, "--out", "o", "--reuse", "old"},
              "kvlens: --reuse: an evaluation (EVAL.json) does not take it (it is an option of --batch SPEC.json)\n"},
-            {{"--shard", "0/2"}, "kvlens: --shard: the window does not take it (it is an option of --batch SPEC.json)\n"},
+            {{"--batch", spec, "--out", "o", "--backend", "cpu"},
+             "kvlens: --backend: an evaluation (EVAL.json) does not take it (it is an option of the window and --batch "
+             "SPEC.json)\n"},
+            {{"--shard", "0/2"}, "kvlens: --shard: the window does not take it (it is an option of --batch SPEC.json and --batch EVAL.json)\n"},
             {{"--batch", "default", "--validate", "--out", "o", "--no-figures"},
              "kvlens: --no-figures: a validation (--validate) does not take it (it is an option of --batch SPEC.json, "
              "--batch EVAL.json and --reproduce)\n"},

@@ -88,8 +88,8 @@ private slots:
     {
         QTest::addColumn<QStringList>("extra");
         QTest::addColumn<QString>("message");
-        QTest::newRow("shard") << QStringList{QStringLiteral("--shard"), QStringLiteral("0/2")}
-                               << QStringLiteral("kvlens: --shard: an evaluation (EVAL.json) does not take it yet");
+        QTest::newRow("shard out of range") << QStringList{QStringLiteral("--shard"), QStringLiteral("2/2")}
+                                            << QStringLiteral("kvlens: --shard: must be i/n with 0 <= i < n");
         for (const QStringList& option : {QStringList{QStringLiteral("--reuse"), QStringLiteral("old")},
                                           QStringList{QStringLiteral("--validate")},
                                           QStringList{QStringLiteral("--backend"), QStringLiteral("cpu")},
@@ -125,6 +125,58 @@ private slots:
                                   QStringLiteral("--out"), out});
         QCOMPARE(e.exitCode, 2);
         QVERIFY2(e.err.startsWith("kvlens eval: --ctx: is a field of the eval spec"), e.err.constData());
+    }
+
+    void shardsMergeIntoTheUnshardedRunsFiles()
+    {
+        // kvlens --batch EVAL.json --shard i/3 (one as kvlens eval --spec), then kvlens merge: the files
+        // of the unsharded run, byte for byte but for eval_shard.bin and manifest.json (which hold the
+        // run's timings), figures included.
+        QTemporaryDir dir;
+        const QString spec = dir.filePath(QStringLiteral("eval.json"));
+        QFile f(spec);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QStringLiteral(R"({"kvlens_eval": 1, "model": "%1", "text": "%1/heldout.txt", "schemes": ["TQ-KV", "q8_0"],
+                               "budgets": [3], "ctx": 128, "chunks": 5})")
+                    .arg(kModel)
+                    .toUtf8());
+        f.close();
+        const QString whole = dir.filePath(QStringLiteral("whole"));
+        auto r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), whole, QStringLiteral("--quiet")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QStringList shards;
+        for (int i = 0; i < 3; ++i) {
+            const QString out = dir.filePath(QStringLiteral("shard%1").arg(i));
+            const QString shard = QStringLiteral("%1/3").arg(i);
+            r = i == 1 ? runKvlens({QStringLiteral("eval"), QStringLiteral("--spec"), spec, QStringLiteral("--shard"), shard,
+                                    QStringLiteral("--out"), out, QStringLiteral("--quiet")})
+                       : runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--shard"), shard, QStringLiteral("--out"),
+                                    out, QStringLiteral("--quiet")});
+            QVERIFY2(r.exitCode == 0, r.err.constData());
+            // A shard writes its spec and its record only: no tables of a partial run.
+            QVERIFY(QFile::exists(out + QStringLiteral("/eval_shard.bin")));
+            QVERIFY(QFile::exists(out + QStringLiteral("/manifest.json")));
+            QVERIFY(!QFile::exists(out + QStringLiteral("/eval_summary.csv")));
+            shards.prepend(out); // any order
+        }
+        // A missing shard is refused naming it, and nothing is written.
+        const QString merged = dir.filePath(QStringLiteral("merged"));
+        r = runKvlens(QStringList{QStringLiteral("merge")} + shards.mid(0, 2) + QStringList{QStringLiteral("--out"), merged});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("shard 0 of 3 is missing"), r.err.constData());
+        QVERIFY(!QFileInfo::exists(merged));
+        r = runKvlens(QStringList{QStringLiteral("merge")} + shards + QStringList{QStringLiteral("--out"), merged});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QStringList files = QDir(whole).entryList(QDir::Files);
+        for (const QString& figure : QDir(whole + QStringLiteral("/figures")).entryList(QDir::Files))
+            files << QStringLiteral("figures/") + figure;
+        QVERIFY(files.contains(QStringLiteral("eval_summary.csv")) && files.contains(QStringLiteral("figures/eval_kld.csv")));
+        for (const QString& name : files) {
+            if (name == QStringLiteral("eval_shard.bin") || name == QStringLiteral("manifest.json") || name.endsWith(QStringLiteral(".png"))
+                || name.endsWith(QStringLiteral(".pdf")))
+                continue;
+            QVERIFY2(readAll(whole + QLatin1Char('/') + name) == readAll(merged + QLatin1Char('/') + name), qPrintable(name));
+        }
     }
 
     void helpListsTheOptions()
