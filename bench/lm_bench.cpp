@@ -166,6 +166,7 @@ int benchModel(const std::string& path, int ctx, int threads, int runs)
     LoadOptions options;
     options.threads = threads;
     options.contextTokens = ctx;
+    options.forwardsInFlight = 1; // the bench runs one forward at a time (an evaluation holds two)
     options.memoryLimitMiB = defaultMemoryLimitMiB();
     const auto t0 = std::chrono::steady_clock::now();
     auto m = Transformer::load(path, options);

@@ -73,9 +73,16 @@ def main():
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--tokens", type=int, default=32 * 1024)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=0,
+                    help="layers instead of the shape's (the widths kept): long-context memory at a real layer's size")
+    ap.add_argument("--context", type=int, default=0, help="max_position_embeddings instead of the shape's")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    shape = SHAPES[args.shape]
+    shape = dict(SHAPES[args.shape])
+    if args.layers > 0:
+        shape["layers"] = args.layers
+    if args.context > 0:
+        shape["context"] = args.context
     name, size = DTYPES[args.dtype]
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(args.seed)
