@@ -5,6 +5,7 @@
 #include "core/common/hash.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace kvlens {
 
@@ -92,11 +93,11 @@ std::uint64_t trialCacheKey(const ExperimentSpec& pointSpec, std::uint64_t point
 double trialBytes(const TrialResult& t)
 {
     double bytes = sizeof(TrialResult);
-    for (const std::vector<float>* v : {&t.kl, &t.recall, &t.fisher, &t.a2, &t.snrT, &t.phiT, &t.relMseT, &t.d2,
-                                        &t.samplesK.snrDb, &t.samplesK.phi, &t.samplesV.snrDb, &t.samplesV.phi,
-                                        &t.samplesT.snrDb, &t.samplesT.phi})
-        bytes += static_cast<double>(v->capacity()) * sizeof(float);
-    bytes += static_cast<double>(t.argmaxShift.capacity());
+    forEachTrialField(t, [&](const char*, auto, const auto& field) {
+        using Field = std::decay_t<decltype(field)>;
+        if constexpr (!std::is_arithmetic_v<Field>) // an array: what it holds on the heap
+            bytes += static_cast<double>(field.capacity()) * sizeof(typename Field::value_type);
+    });
     return bytes;
 }
 
