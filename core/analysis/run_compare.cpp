@@ -27,6 +27,7 @@
 #include <map>
 #include <numbers>
 #include <set>
+#include <type_traits>
 
 namespace kvlens {
 
@@ -254,33 +255,15 @@ namespace {
 /// the draw; plus the calibration rows drawn and the imported data's hash.
 struct DrawFields {
     std::map<std::string, std::uint64_t>& out;
-    template <class T>
-    void operator()(const char*, ArrangesTrials, const T&) const
+    template <class Role, class T>
+    void operator()(const char* name, Role, const T& field) const
     {
-    }
-    template <class T>
-    void operator()(const char* name, DefinesNumbers, const T& field) const
-    {
-        if (std::string_view(name).rfind("metrics.", 0) == 0)
-            return;
-        Fnv1a h;
-        value(h, field);
-        out[name] = h.value();
-    }
-    static void value(Fnv1a& h, const std::string& s) { h.text(s); }
-    static void value(Fnv1a& h, int v) { h.i64(v); }
-    static void value(Fnv1a& h, double v) { h.f64(v); }
-    static void value(Fnv1a& h, EngineKind e) { h.u64(static_cast<std::uint64_t>(e)); }
-    static void value(Fnv1a& h, const RegimeParams& params)
-    {
-        h.u64(params.size());
-        for (const auto& entry : params) {
-            h.text(entry.first);
-            h.u64(entry.second.index());
-            if (const auto* d = std::get_if<double>(&entry.second))
-                h.f64(*d);
-            else
-                h.text(std::get<std::string>(entry.second));
+        if constexpr (std::is_same_v<Role, DefinesNumbers>) {
+            if (std::string_view(name).rfind("metrics.", 0) == 0)
+                return;
+            Fnv1a h;
+            hashFieldValue(h, field);
+            out[name] = h.value();
         }
     }
 };

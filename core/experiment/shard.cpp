@@ -152,12 +152,15 @@ private:
 
 std::uint64_t specHash(const ExperimentSpec& spec, std::uint64_t dataHash)
 {
+    // The spec as spec.json writes it, every Neutral field (forEachSpecField) value-initialized: no
+    // name, the CPU, no device, no memory limit. (A field that is not Neutral and that spec.json
+    // does not write would be left out: tst_experiment changes each field alone and checks the hash
+    // moves exactly for those that are not Neutral.)
     ExperimentSpec neutral = spec;
-    neutral.name.clear();
-    neutral.backend = BackendKind::Cpu;
-    neutral.fallback.clear();
-    neutral.device.clear();
-    neutral.memoryLimitMb = 0.0;
+    forEachSpecField(neutral, [](const char*, auto role, auto& field) {
+        if constexpr (std::is_same_v<decltype(role), Neutral>)
+            field = std::decay_t<decltype(field)>{};
+    });
     const std::uint64_t hash = fnv1a64(specToJson(neutral, -1));
     if (dataHash == 0)
         return hash;

@@ -217,6 +217,44 @@ std::string ExperimentSpec::pointLabel(int point) const
     return label;
 }
 
+void hashFieldValue(Fnv1a& h, const std::string& value)
+{
+    h.text(value);
+}
+
+void hashFieldValue(Fnv1a& h, int value)
+{
+    h.i64(value);
+}
+
+void hashFieldValue(Fnv1a& h, double value)
+{
+    h.f64(value);
+}
+
+void hashFieldValue(Fnv1a& h, EngineKind value)
+{
+    h.u64(static_cast<std::uint64_t>(value));
+}
+
+void hashFieldValue(Fnv1a& h, const std::variant<double, std::string>& value)
+{
+    h.u64(value.index());
+    if (const auto* d = std::get_if<double>(&value))
+        h.f64(*d);
+    else
+        h.text(std::get<std::string>(value));
+}
+
+void hashFieldValue(Fnv1a& h, const RegimeParams& params)
+{
+    h.u64(params.size());
+    for (const auto& [key, value] : params) { // a std::map: sorted by key
+        h.text(key);
+        hashFieldValue(h, value);
+    }
+}
+
 ExperimentSpec defaultSpec()
 {
     ExperimentSpec spec;
