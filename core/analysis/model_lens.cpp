@@ -159,7 +159,7 @@ std::string advisorObjectiveText(const AdvisorOptions& o)
 std::vector<ModelCell> modelCells(const ResultSet& results)
 {
     std::vector<ModelCell> cells;
-    if (results.spec.regime != "model")
+    if (!results.spec.hasModelCells())
         return cells;
     for (int p = 0; p < results.spec.pointCount(); ++p) {
         const ExperimentSpec ps = results.spec.pointSpec(p);

@@ -46,6 +46,12 @@ std::optional<AdvisorLoss> parseAdvisorLoss(std::string_view text)
     return std::nullopt;
 }
 
+bool ExperimentSpec::hasModelCells() const
+{
+    const Regime* r = findRegime(regime);
+    return r && r->hasModelCells();
+}
+
 int ExperimentSpec::calibrationRows() const
 {
     const bool needed = std::any_of(schemes.begin(), schemes.end(), [](const SchemeConfig& s) { return needsCalibration(s); });
@@ -330,7 +336,7 @@ Result<RegimeParams> checkPoint(const ExperimentSpec& spec, InputCheck inputs, b
 /// is a layer of the dump, and it lists every layer of the dump.
 Status checkAllocationsFitDump(const ExperimentSpec& spec, InputCheck inputs)
 {
-    if (spec.regime != "model" || spec.schemeOrigins.allocations.empty() || inputs != InputCheck::Full)
+    if (!spec.hasModelCells() || spec.schemeOrigins.allocations.empty() || inputs != InputCheck::Full)
         return Ok{};
     auto dump = inspectModelDump(paramText(spec.regimeParams, "file"));
     if (!dump)

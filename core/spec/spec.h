@@ -162,6 +162,9 @@ struct ExperimentSpec {
     long long trialCount() const;
     /// How an error names scheme `index`: its origin in the spec file, else "schemes[index]".
     std::string schemeField(int index) const;
+    /// The regime's data are a model's (layer, head) cells (Regime::hasModelCells; false for an
+    /// unknown regime).
+    bool hasModelCells() const;
 };
 
 /// Roles of a spec field for a run's identities: the trial cache key (core/experiment/trial_cache.h)

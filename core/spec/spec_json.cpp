@@ -508,10 +508,12 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
             if (!r.contains("name"))
                 throw FieldError{"regime.name", "missing (known: " + regimeNames() + ")"};
             s.regime = getString(r["name"], "regime.name");
+            const Regime* named = findRegime(s.regime);
+            const bool cellAxes = named && named->hasModelCells(); // "layers" and "heads" are grid axes
             for (const auto& [key, value] : r.items()) {
                 if (key == "name")
                     continue;
-                if (s.regime == "model" && (key == "layers" || key == "heads")) {
+                if (cellAxes && (key == "layers" || key == "heads")) {
                     modelCells.emplace_back(key, value); // grid axes, once the file's path is resolved
                     continue;
                 }
