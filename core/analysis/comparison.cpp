@@ -35,14 +35,6 @@ namespace {
 /// A grid cell's trials, sorted by seed index (TrialCells).
 using Cell = std::vector<const TrialResult*>;
 
-int schemeIndex(const ResultSet& r, const std::string& name)
-{
-    for (std::size_t i = 0; i < r.schemes.size(); ++i)
-        if (r.schemes[i].name == name)
-            return static_cast<int>(i);
-    return -1;
-}
-
 /// The cell's per-query KL pooled over seeds. A NaN (a KL computed from a non-finite estimate)
 /// becomes +inf, so the rank tests count it as the worst damage; `nonFinite` counts NaN and inf.
 std::vector<double> pooledKl(const Cell& cell, std::size_t& nonFinite)
@@ -111,6 +103,15 @@ void standardize(Eigen::MatrixXd& a, Eigen::MatrixXd& b)
 
 } // namespace
 
+std::vector<double> seedKl(const TrialResult& t)
+{
+    std::vector<double> v(t.kl.begin(), t.kl.end());
+    for (double& x : v)
+        if (std::isnan(x))
+            x = std::numeric_limits<double>::infinity();
+    return v;
+}
+
 std::string_view comparisonStatusName(ComparisonStatus s)
 {
     switch (s) {
@@ -156,24 +157,6 @@ bool sameBits(const std::vector<float>& x, const std::vector<float>& y)
     return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
-double meanBits(const Cell& c)
-{
-    double sum = 0.0;
-    for (const TrialResult* t : c)
-        sum += t->bits.total();
-    return c.empty() ? 0.0 : sum / static_cast<double>(c.size());
-}
-
-/// One seed's per-query KL with NaN as +inf (a KL of a non-finite estimate ranks as the worst).
-std::vector<double> seedKl(const TrialResult& t)
-{
-    std::vector<double> v(t.kl.begin(), t.kl.end());
-    for (double& x : v)
-        if (std::isnan(x))
-            x = std::numeric_limits<double>::infinity();
-    return v;
-}
-
 /// ln(a) - ln(b) with equal values (0 and 0, inf and inf) a tie: the per-seed log median ratio.
 double logRatio(double a, double b)
 {
@@ -205,7 +188,7 @@ std::vector<std::pair<int, int>> comparedPairs(const ResultSet& results)
                 pairs.emplace_back(a, b);
     } else {
         for (const auto& [a, b] : results.spec.comparisons.pairs) {
-            const int ia = schemeIndex(results, a), ib = schemeIndex(results, b);
+            const int ia = results.schemeIndex(a), ib = results.schemeIndex(b);
             if (ia >= 0 && ib >= 0)
                 pairs.emplace_back(ia, ib);
         }
@@ -393,21 +376,6 @@ ComparisonRow compareRow(const ResultSet& results, const TrialCells& cells, cons
     return row;
 }
 
-/// Holm over the tested rows only: identical or degenerate pairs are not hypotheses.
-void holmAdjust(std::vector<ComparisonRow>& rows)
-{
-    std::vector<double> logP;
-    std::vector<std::size_t> tested;
-    for (std::size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].status == ComparisonStatus::Tested) {
-            logP.push_back(rows[i].p.logP);
-            tested.push_back(i);
-        }
-    const std::vector<double> adjusted = holmAdjustLog(logP);
-    for (std::size_t k = 0; k < tested.size(); ++k)
-        rows[tested[k]].pHolm = pFromLog(std::min(0.0, adjusted[k]));
-}
-
 } // namespace
 
 std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const CancelToken& cancel)
@@ -421,7 +389,8 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const Cancel
     std::vector<ComparisonRow> rows(jobs.size());
     parallelFor(jobs.size(), analysisWorkers(),
                 [&](std::size_t i) { rows[i] = compareRow(results, cells, jobs[i], design, cancel); });
-    holmAdjust(rows);
+    // Holm over the tested rows only: identical or degenerate pairs are not hypotheses.
+    holmAdjustRows(rows, [](const ComparisonRow& r) { return r.status == ComparisonStatus::Tested; });
     return rows;
 }
 

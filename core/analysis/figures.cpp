@@ -49,13 +49,15 @@ bool qjlKeys(const SchemeConfig& s) { return s.key.has("qjl"); }
 
 namespace {
 
-/// Mean attention entropy over the run's trials (nats; 0 without trials).
-double meanEntropy(const ResultSet& results)
+/// A per-cell record of the figure data (KlDistribution, RecallPoint, SweepCell) at its cell.
+template <class Record>
+Record atCell(int point, int scheme, int budget)
 {
-    double entropy = 0.0;
-    for (const auto& t : results.trials)
-        entropy += t.meanEntropy;
-    return results.trials.empty() ? 0.0 : entropy / static_cast<double>(results.trials.size());
+    Record r;
+    r.point = point;
+    r.scheme = scheme;
+    r.budget = budget;
+    return r;
 }
 
 /// Shared log bins over every positive KL of the run, so histograms compare across schemes (none
@@ -203,34 +205,33 @@ TheoryRow theoryRow(const ResultSet& results, const std::vector<SummaryRow>& sum
 
 } // namespace
 
+double runMeanEntropy(const ResultSet& results)
+{
+    double entropy = 0.0;
+    for (const auto& t : results.trials)
+        entropy += t.meanEntropy;
+    return results.trials.empty() ? 0.0 : entropy / static_cast<double>(results.trials.size());
+}
+
 FigureData buildFigureData(const ResultSet& results)
 {
     FigureData f;
     f.summary = summarize(results);
-    f.meanEntropy = meanEntropy(results);
+    f.meanEntropy = runMeanEntropy(results);
     f.klBinEdges = klBinEdges(results);
     const TrialCells cells(results);
     for (const TrialCells::Cell& where : cells.nonEmpty()) {
         const int point = where.at.point, scheme = where.at.schemeIndex;
         const int budget = results.spec.budgets[static_cast<std::size_t>(where.at.budgetIndex)];
-        KlDistribution k;
-        k.point = point;
-        k.scheme = scheme;
-        k.budget = budget;
+        KlDistribution k = atCell<KlDistribution>(point, scheme, budget);
         fillKlDistribution(k, *where.trials, f.klBinEdges);
         f.kl.push_back(std::move(k));
 
-        RecallPoint r;
-        r.point = point;
-        r.scheme = scheme;
-        r.budget = budget;
+        RecallPoint r = atCell<RecallPoint>(point, scheme, budget);
         fillRecall(r, *where.trials);
         f.recall.push_back(r);
 
-        SweepCell cell;
-        cell.point = point;
-        cell.scheme = scheme;
-        cell.budget = budget;
+        SweepCell cell = atCell<SweepCell>(point, scheme, budget);
         cell.recall = r.recall;
         cell.argmaxShift = r.argmaxShift;
         fillSweepCell(cell, *where.trials);

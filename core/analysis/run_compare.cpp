@@ -3,6 +3,8 @@
 #include "core/common/types.h"
 #include "core/analysis/run_compare.h"
 
+#include "core/analysis/comparison.h"
+
 #include "core/common/format.h"
 #include "core/common/hash.h"
 #include "core/common/math_policy.h"
@@ -195,10 +197,7 @@ double metricValue(std::size_t metric, const TrialResult& t)
     case 0: return meanOf(t.kl);
     case 1: {
         // comparisons.csv's seed statistic: the median of the seed's per-query KL, NaN as +inf.
-        std::vector<double> v(t.kl.begin(), t.kl.end());
-        for (double& x : v)
-            if (std::isnan(x))
-                x = std::numeric_limits<double>::infinity();
+        const std::vector<double> v = stats::seedKl(t);
         return v.empty() ? kNan : stats::location(v, stats::Location::Median);
     }
     case 2: return meanOf(t.recall);
@@ -363,14 +362,6 @@ std::map<std::uint64_t, const TrialResult*> bySeed(const std::vector<const Trial
     return out;
 }
 
-double meanBits(const std::vector<const TrialResult*>& trials)
-{
-    double s = 0.0;
-    for (const TrialResult* t : trials)
-        s += t->bits.total();
-    return trials.empty() ? kNan : s / static_cast<double>(trials.size());
-}
-
 /// Fills a row's numbers from the per-unit values (paired: xa[k], xb[k] are seed k in A and B).
 void testRow(RunCompareRow& row, const std::vector<double>& xa, const std::vector<double>& xb, bool ratioScale)
 {
@@ -456,14 +447,6 @@ std::string schemesAndBudgets(const ResultSet& r)
     if (r.spec.pointCount() > 1)
         s += " over " + std::to_string(r.spec.pointCount()) + " grid points";
     return s;
-}
-
-int schemeIndex(const ResultSet& r, const std::string& name)
-{
-    for (std::size_t i = 0; i < r.schemes.size(); ++i)
-        if (r.schemes[i].name == name)
-            return static_cast<int>(i);
-    return -1;
 }
 
 } // namespace
@@ -556,15 +539,13 @@ Status compareConfiguration(RunComparison& c, std::vector<std::string>& unpaired
                             const std::vector<const TrialResult*>& cellA, const std::vector<const TrialResult*>& cellB,
                             const std::string& drawDiff, bool sameScheme, const RunCompareOptions& options)
 {
-    base.bitsA = meanBits(cellA);
-    base.bitsB = meanBits(cellB);
     if (cellA.empty() || cellB.empty()) {
         base.status = cellB.empty() ? RunRowStatus::OnlyInA : RunRowStatus::OnlyInB;
         base.note = cellB.empty() ? "only in A" : "only in B";
         base.unitsA = static_cast<int>(cellA.size());
         base.unitsB = static_cast<int>(cellB.size());
-        base.bitsA = cellA.empty() ? 0.0 : base.bitsA;
-        base.bitsB = cellB.empty() ? 0.0 : base.bitsB;
+        base.bitsA = meanBits(cellA); // 0 for the run without the configuration
+        base.bitsB = meanBits(cellB);
         (cellB.empty() ? c.onlyA : c.onlyB) += 1;
         c.rows.push_back(base);
         return Ok{};
@@ -599,23 +580,6 @@ Status compareConfiguration(RunComparison& c, std::vector<std::string>& unpaired
     return Ok{};
 }
 
-/// Holm over the tested rows of each metric.
-void holmPerMetric(std::vector<RunCompareRow>& rows)
-{
-    for (const RunMetric& metric : runMetrics()) {
-        std::vector<double> logP;
-        std::vector<std::size_t> tested;
-        for (std::size_t i = 0; i < rows.size(); ++i)
-            if (rows[i].metric == metric.name && rows[i].status == RunRowStatus::Tested) {
-                logP.push_back(rows[i].p.logP);
-                tested.push_back(i);
-            }
-        const std::vector<double> adjusted = stats::holmAdjustLog(logP);
-        for (std::size_t k = 0; k < tested.size(); ++k)
-            rows[tested[k]].pHolm = stats::pFromLog(std::min(0.0, adjusted[k]));
-    }
-}
-
 } // namespace
 
 Result<RunComparison> compareRuns(const RunDirectory& a, const RunDirectory& b, const RunCompareOptions& options)
@@ -636,13 +600,13 @@ Result<RunComparison> compareRuns(const RunDirectory& a, const RunDirectory& b, 
         for (const SchemeConfig& s : a.results.schemes)
             schemes.push_back(s.name);
         for (const SchemeConfig& s : b.results.schemes)
-            if (schemeIndex(a.results, s.name) < 0)
+            if (a.results.schemeIndex(s.name) < 0)
                 schemes.push_back(s.name);
         std::set<int> budgetSet(sa.budgets.begin(), sa.budgets.end());
         budgetSet.insert(sb.budgets.begin(), sb.budgets.end());
         const std::string drawDiff = pa >= 0 && pb >= 0 ? drawDifference(a, pa, b, pb) : std::string();
         for (const std::string& scheme : schemes) {
-            const int ia = schemeIndex(a.results, scheme), ib = schemeIndex(b.results, scheme);
+            const int ia = a.results.schemeIndex(scheme), ib = b.results.schemeIndex(scheme);
             for (int budget : budgetSet) {
                 static const std::vector<const TrialResult*> none;
                 const auto& cellA = pa >= 0 && ia >= 0 ? cellsA.atBudget(pa, budget, ia) : none;
@@ -669,7 +633,11 @@ Result<RunComparison> compareRuns(const RunDirectory& a, const RunDirectory& b, 
                              + schemesAndBudgets(a.results) + "; B has " + schemesAndBudgets(b.results)};
     for (const std::string& why : unpairedWhy)
         c.pairingNote += (c.pairingNote.empty() ? "" : "; ") + why;
-    holmPerMetric(c.rows);
+    // Holm over the tested rows of each metric.
+    for (const RunMetric& metric : runMetrics())
+        stats::holmAdjustRows(c.rows, [&](const RunCompareRow& r) {
+            return r.metric == metric.name && r.status == RunRowStatus::Tested;
+        });
     return c;
 }
 

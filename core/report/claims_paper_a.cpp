@@ -134,7 +134,7 @@ Claim kqvBeatsQkqvClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
                       "The paper's p < 1e-23 counted every query as independent: "
                       "the query-level Mann-Whitney p and rank-biserial r are tabulated beside it, secondary.";
     claim.runs = {rs.spec.name};
-    const int k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"}), kv = schemeIndex(rs, "KV");
+    const int k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"}), kv = rs.schemeIndex("KV");
     Table table;
     table.caption = "Per-query KL, KQV against QKQV and KV (" + runLabel(rs) + ")";
     table.header = {"setting", "n", "seeds", "queries", "median KL KQV", "median KL QKQV", "QKQV / KQV [95% CI]",
@@ -423,7 +423,7 @@ Claim heavyTailClaim(const ResultSet& rs)
                       "two seed intervals' ends) must lie on the claimed side of the bound to hold; one that straddles "
                       "it is borderline.";
     claim.runs = {rs.spec.name};
-    const int kv = schemeIndex(rs, "KV"), k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"});
+    const int kv = rs.schemeIndex("KV"), k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"});
     std::vector<std::pair<double, int>> nus;
     for (int p = 0; p < rs.spec.pointCount(); ++p)
         nus.push_back({pointValue(rs, p, SweepParameter::Regime, "nu", 0.0), p});
@@ -520,15 +520,6 @@ double cellMean(const std::vector<const TrialResult*>& c, Get get)
     return c.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(c.size());
 }
 
-/// Mean attention entropy of a run's trials (nats).
-double runEntropy(const ResultSet& rs)
-{
-    double sum = 0.0;
-    for (const TrialResult& t : rs.trials)
-        sum += t.meanEntropy;
-    return rs.trials.empty() ? 0.0 : sum / static_cast<double>(rs.trials.size());
-}
-
 } // namespace
 
 namespace {
@@ -592,7 +583,7 @@ void checkLowRankConstruction(Claim& claim, LowRankReport& report, const ResultS
     const std::string prefix = several ? basis + " subspace: " : "";
     for (int n : budgetsOf(lr)) {
         for (std::size_t s = 0; s < lr.schemes.size(); ++s) {
-            const int h = schemeIndex(heavyTail, lr.schemes[s].name);
+            const int h = heavyTail.schemeIndex(lr.schemes[s].name);
             if (h < 0)
                 continue;
             const auto lrCell = cell(lr, 0, static_cast<int>(s), n), htCell = cell(heavyTail, 0, h, n);
@@ -636,13 +627,13 @@ void addConstructionsTable(Claim& claim, const std::vector<const ResultSet*>& al
     constructionsTable.header = {"subspace basis", "scheme", "mean KL ratio vs heavy tail", "measured / predicted Var(ds)",
                                  "φ_K low rank / heavy tail", "mean entropy low rank (nats)",
                                  "mean entropy heavy tail (nats)"};
-    const double htEntropy = runEntropy(heavyTail);
+    const double htEntropy = runMeanEntropy(heavyTail);
     std::string axisTension;
     for (const ResultSet* run : all) {
         const int n = budgetsOf(*run).empty() ? 0 : budgetsOf(*run).back();
         for (const char* name : {"KV", "KQV", "QKQV", "KQV-P"}) {
-            const int s = schemeIndex(*run, name);
-            const int h = schemeIndex(heavyTail, std::string_view(name) == "KQV-P" ? "KQV" : name);
+            const int s = run->schemeIndex(name);
+            const int h = heavyTail.schemeIndex(std::string_view(name) == "KQV-P" ? "KQV" : name);
             if (s < 0 || h < 0)
                 continue;
             const auto lrCell = cell(*run, 0, s, n), htCell = cell(heavyTail, 0, h, n);
@@ -653,10 +644,10 @@ void addConstructionsTable(Claim& claim, const std::vector<const ResultSet*>& al
             const double phi = cellMean(lrCell, [](const TrialResult& t) { return t.sixD.phiK; }) /
                                cellMean(htCell, [](const TrialResult& t) { return t.sixD.phiK; });
             constructionsTable.rows.push_back({basisOf(*run), name, formatSig(ratio), formatSig(excess), formatSig(phi),
-                                               formatSig(runEntropy(*run)), formatSig(htEntropy)});
+                                               formatSig(runMeanEntropy(*run)), formatSig(htEntropy)});
         }
         if (basisOf(*run) == "axis") {
-            const int kqv = schemeIndex(*run, "KQV"), qkqv = schemeIndex(*run, "QKQV");
+            const int kqv = run->schemeIndex("KQV"), qkqv = run->schemeIndex("QKQV");
             if (kqv >= 0 && qkqv >= 0) {
                 const double a = mean(pooled(cell(*run, 0, kqv, n), &TrialResult::kl));
                 const double b = mean(pooled(cell(*run, 0, qkqv, n), &TrialResult::kl));

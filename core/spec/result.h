@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvlens {
@@ -178,6 +179,8 @@ struct ResultSet {
 
     /// The trial with this identity, or nullptr.
     const TrialResult* find(int point, int scheme, int budget, int seedIndex) const;
+    /// Index in `schemes` of the scheme called `name`, or -1.
+    int schemeIndex(std::string_view name) const;
 };
 
 } // namespace kvlens

@@ -84,6 +84,13 @@ int getInt(const json& v, const std::string& field, long long lo = std::numeric_
     throw FieldError{field, "must be an integer, got " + io::describeJson(v)};
 }
 
+/// object[key], when present, as an integer in [lo, hi] into `target`; errors name `field`.
+void readInt(const json& object, const char* key, const std::string& field, int& target, long long lo, long long hi)
+{
+    if (object.contains(key))
+        target = getInt(object[key], field, lo, hi);
+}
+
 double getNumber(const json& v, const std::string& field)
 {
     if (!v.is_number())
@@ -583,8 +590,7 @@ void budgetsAndSeedsFromJson(const json& j, ExperimentSpec& s)
                 throw FieldError{"seeds.first", "must be a non-negative integer, got " + io::describeJson(seeds["first"])};
             s.firstSeed = seeds["first"].get<std::uint64_t>();
         }
-        if (seeds.contains("count"))
-            s.seedCount = getInt(seeds["count"], "seeds.count", 1, L::kMaxSeeds);
+        readInt(seeds, "count", "seeds.count", s.seedCount, 1, L::kMaxSeeds);
     }
 }
 
@@ -608,10 +614,8 @@ void engineFromJson(const json& j, ExperimentSpec& s)
     if (j.contains("metrics")) {
         const json& m = j["metrics"];
         checkKeys(m, "metrics", {"top_k", "sample_cap"});
-        if (m.contains("top_k"))
-            s.metrics.topK = getInt(m["top_k"], "metrics.top_k", 1, L::kMaxTokens);
-        if (m.contains("sample_cap"))
-            s.metrics.sampleCap = getInt(m["sample_cap"], "metrics.sample_cap", 0, L::kMaxSampleCap);
+        readInt(m, "top_k", "metrics.top_k", s.metrics.topK, 1, L::kMaxTokens);
+        readInt(m, "sample_cap", "metrics.sample_cap", s.metrics.sampleCap, 0, L::kMaxSampleCap);
     }
 }
 
@@ -631,10 +635,8 @@ void comparisonsFromJson(const json& c, ExperimentSpec& s)
             s.comparisons.pairs.emplace_back(getString(pairs[i][0], field + "[0]"), getString(pairs[i][1], field + "[1]"));
         }
     }
-    if (c.contains("bootstrap"))
-        s.comparisons.bootstrap = getInt(c["bootstrap"], "comparisons.bootstrap", 0, L::kMaxResamples);
-    if (c.contains("permutations"))
-        s.comparisons.permutations = getInt(c["permutations"], "comparisons.permutations", 0, L::kMaxResamples);
+    readInt(c, "bootstrap", "comparisons.bootstrap", s.comparisons.bootstrap, 0, L::kMaxResamples);
+    readInt(c, "permutations", "comparisons.permutations", s.comparisons.permutations, 0, L::kMaxResamples);
 }
 
 /// "advisor": {"bits": a number or a list, "objective", "loss"}; the ranges (against the budgets)
