@@ -35,14 +35,6 @@ namespace {
 /// A grid cell's trials, sorted by seed index (TrialCells).
 using Cell = std::vector<const TrialResult*>;
 
-int schemeIndex(const ResultSet& r, const std::string& name)
-{
-    for (std::size_t i = 0; i < r.schemes.size(); ++i)
-        if (r.schemes[i].name == name)
-            return static_cast<int>(i);
-    return -1;
-}
-
 /// The cell's per-query KL pooled over seeds. A NaN (a KL computed from a non-finite estimate)
 /// becomes +inf, so the rank tests count it as the worst damage; `nonFinite` counts NaN and inf.
 std::vector<double> pooledKl(const Cell& cell, std::size_t& nonFinite)
@@ -111,6 +103,15 @@ void standardize(Eigen::MatrixXd& a, Eigen::MatrixXd& b)
 
 } // namespace
 
+std::vector<double> seedKl(const TrialResult& t)
+{
+    std::vector<double> v(t.kl.begin(), t.kl.end());
+    for (double& x : v)
+        if (std::isnan(x))
+            x = std::numeric_limits<double>::infinity();
+    return v;
+}
+
 std::string_view comparisonStatusName(ComparisonStatus s)
 {
     switch (s) {
@@ -156,24 +157,6 @@ bool sameBits(const std::vector<float>& x, const std::vector<float>& y)
     return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
-double meanBits(const Cell& c)
-{
-    double sum = 0.0;
-    for (const TrialResult* t : c)
-        sum += t->bits.total();
-    return c.empty() ? 0.0 : sum / static_cast<double>(c.size());
-}
-
-/// One seed's per-query KL with NaN as +inf (a KL of a non-finite estimate ranks as the worst).
-std::vector<double> seedKl(const TrialResult& t)
-{
-    std::vector<double> v(t.kl.begin(), t.kl.end());
-    for (double& x : v)
-        if (std::isnan(x))
-            x = std::numeric_limits<double>::infinity();
-    return v;
-}
-
 /// ln(a) - ln(b) with equal values (0 and 0, inf and inf) a tie: the per-seed log median ratio.
 double logRatio(double a, double b)
 {
@@ -192,26 +175,31 @@ bool bitsMatch(double a, double b)
 
 } // namespace
 
-std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const CancelToken& cancel)
+namespace {
+
+/// The scheme pairs compared: spec.comparisons.pairs (those naming two of the run's schemes), or
+/// every pair in scheme order.
+std::vector<std::pair<int, int>> comparedPairs(const ResultSet& results)
 {
-    const ExperimentSpec& spec = results.spec;
-    const TrialCells cells(results);
     std::vector<std::pair<int, int>> pairs;
-    if (spec.comparisons.pairs.empty()) {
+    if (results.spec.comparisons.pairs.empty()) {
         for (int a = 0; a < static_cast<int>(results.schemes.size()); ++a)
             for (int b = a + 1; b < static_cast<int>(results.schemes.size()); ++b)
                 pairs.emplace_back(a, b);
     } else {
-        for (const auto& [a, b] : spec.comparisons.pairs) {
-            const int ia = schemeIndex(results, a), ib = schemeIndex(results, b);
+        for (const auto& [a, b] : results.spec.comparisons.pairs) {
+            const int ia = results.schemeIndex(a), ib = results.schemeIndex(b);
             if (ia >= 0 && ib >= 0)
                 pairs.emplace_back(ia, ib);
         }
     }
-    const Regime* regime = findRegime(spec.regime);
-    const ClusterDesign design = regime && regime->seedIndependent() ? ClusterDesign::Crossed : ClusterDesign::Nested;
+    return pairs;
+}
 
-    std::vector<int> points; // the points holding any trial, ascending
+/// The grid points holding any trial, ascending.
+std::vector<int> pointsWithTrials(const TrialCells& cells)
+{
+    std::vector<int> points;
     for (int p = 0; p < cells.shape().points; ++p) {
         bool any = false;
         for (int b = 0; b < cells.shape().budgets && !any; ++b)
@@ -220,29 +208,37 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const Cancel
         if (any)
             points.push_back(p);
     }
+    return points;
+}
 
-    // The rows to compute, each with its own resampling seeds (from its place in the full table,
-    // so a row's numbers do not depend on which others exist or on the thread that computes it).
-    struct Job {
-        int point, budget, budgetB, ia, ib;
-        ComparisonKind kind;
-        std::uint64_t rowSeed;
-    };
+/// One row to compute, with its own resampling seed (from its place in the full table, so a row's
+/// numbers do not depend on which others exist or on the thread that computes it).
+struct Job {
+    int point, budget, budgetB, ia, ib;
+    ComparisonKind kind;
+    std::uint64_t rowSeed;
+};
+
+/// Every row of the table: each pair at each budget, then at equal bits where the grid allows (the
+/// pair at two different nominal budgets whose exact bits per coordinate match: KQV spends 4.25 bits
+/// at n = 4 against KV's 4.125, a nominal n is not a cost).
+std::vector<Job> planJobs(const ResultSet& results, const TrialCells& cells, const std::vector<std::pair<int, int>>& pairs)
+{
+    const std::vector<int>& budgets = results.spec.budgets;
+    const std::vector<int> points = pointsWithTrials(cells);
     std::vector<Job> jobs;
     std::uint64_t rowSeed = 0;
     for (int point : points)
-        for (int budget : spec.budgets)
+        for (int budget : budgets)
             for (const auto& [ia, ib] : pairs) {
                 ++rowSeed;
                 if (!cells.atBudget(point, budget, ia).empty() && !cells.atBudget(point, budget, ib).empty())
                     jobs.push_back(Job{point, budget, budget, ia, ib, ComparisonKind::Nominal, rowSeed});
             }
-    // Equal bits where the grid allows: the pair at two different nominal budgets whose exact bits
-    // per coordinate match (KQV spends 4.25 bits at n = 4 against KV's 4.125: a nominal n is not a cost).
     for (int point : points)
         for (const auto& [ia, ib] : pairs)
-            for (int ba : spec.budgets)
-                for (int bb : spec.budgets) {
+            for (int ba : budgets)
+                for (int bb : budgets) {
                     if (ba == bb)
                         continue;
                     ++rowSeed;
@@ -251,126 +247,150 @@ std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const Cancel
                     if (!ca.empty() && !cb.empty() && bitsMatch(meanBits(ca), meanBits(cb)))
                         jobs.push_back(Job{point, ba, bb, ia, ib, ComparisonKind::EqualBits, rowSeed});
                 }
+    return jobs;
+}
 
-    auto compute = [&](const Job& job) {
-        cancel.check();
-        const SharedSeeds shared = sharedSeeds(cells.atBudget(job.point, job.budget, job.ia),
-                                               cells.atBudget(job.point, job.budgetB, job.ib));
-        const Cell& ca = shared.a;
-        const Cell& cb = shared.b;
-        ComparisonRow row;
-        row.point = job.point;
-        row.budget = job.budget;
-        row.budgetB = job.budgetB;
-        row.kind = job.kind;
-        row.schemeA = job.ia;
-        row.schemeB = job.ib;
-        row.design = design;
-        row.units = static_cast<int>(ca.size());
-        row.bitsA = meanBits(ca);
-        row.bitsB = meanBits(cb);
-        row.bitsMatched = bitsMatch(row.bitsA, row.bitsB);
-        const std::vector<double> klA = pooledKl(ca, row.nonFiniteA), klB = pooledKl(cb, row.nonFiniteB);
-        row.queries = klA.size();
-        row.paired = klA.size() == klB.size();
-        row.medianKlA = location(klA, Location::Median);
-        row.medianKlB = location(klB, Location::Median);
-        row.medianKlRatio = row.medianKlB != 0.0 ? row.medianKlA / row.medianKlB : std::numeric_limits<double>::quiet_NaN();
-        row.pMin = std::ldexp(2.0, -row.units);
-
-        // What kind of row this is, before any test.
-        const bool identical = !ca.empty() && std::equal(ca.begin(), ca.end(), cb.begin(), [](const TrialResult* x, const TrialResult* y) {
-            return sameBits(x->kl, y->kl);
-        });
-        auto allZero = [](const std::vector<double>& v) {
-            return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
-        };
-        if (identical) {
-            row.status = ComparisonStatus::Identical;
-            row.statusNote = "KL identical on all " + std::to_string(row.queries) + " shared queries (the same key path)";
-            row.medianKlRatio = 1.0;
-        } else if (allZero(klA) || allZero(klB)) {
-            row.status = ComparisonStatus::Degenerate;
-            row.statusNote = "KL = 0 exactly for " + results.schemes[static_cast<std::size_t>(allZero(klA) ? job.ia : job.ib)].name
-                             + " (its key path is exact: no attention weight moves)";
-            row.medianKlRatio = std::numeric_limits<double>::quiet_NaN();
-        } else if (row.units < 2) {
-            row.status = ComparisonStatus::Untestable;
-            row.statusNote = std::to_string(row.units) + " shared seed: no seed-level test is possible";
-        }
-        if (row.status == ComparisonStatus::Identical || row.status == ComparisonStatus::Degenerate) {
-            row.ratioLow = row.ratioHigh = row.medianKlRatio;
-            return row;
-        }
-
-        // The seed as the unit: per-seed median KL, then exact Wilcoxon over the seeds.
-        std::vector<std::vector<double>> seedsA, seedsB;
-        std::vector<double> dA, zero;
-        for (std::size_t k = 0; k < ca.size(); ++k) {
-            seedsA.push_back(seedKl(*ca[k]));
-            seedsB.push_back(seedKl(*cb[k]));
-            const double d = logRatio(location(seedsA.back(), Location::Median), location(seedsB.back(), Location::Median));
-            dA.push_back(d);
-            zero.push_back(0.0);
-            row.seedsALower += d < 0.0;
-        }
-        row.seedRatioMedian = std::exp(location(dA, Location::Median));
-        const std::uint64_t seed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed);
-        const BootstrapCi ci = bootstrapClusteredRatio(seedsA, seedsB, design, 0.95, spec.comparisons.bootstrap, seed, cancel);
-        row.ratioLow = ci.lower;
-        row.ratioHigh = ci.upper;
-        if (row.status == ComparisonStatus::Tested) {
-            const WilcoxonResult w = wilcoxonSignedRankExact(dA, zero);
-            row.test = "wilcoxon-seeds";
-            row.p = w.p;
-        }
-
-        // Secondary: the query-level tests (queries treated as independent).
-        const MannWhitneyResult mw = mannWhitneyU(klA, klB);
-        row.mannWhitneyU = mw.u1;
-        row.rankBiserial = mw.rankBiserial;
-        row.mannWhitneyP = mw.p;
-        row.mannWhitneyPNoContinuity = mw.pNoContinuity;
-        if (row.paired) {
-            const WilcoxonResult w = wilcoxonSignedRank(klA, klB);
-            row.wilcoxonStatistic = w.statistic;
-            row.wilcoxonP = w.p;
-            row.queryTest = "wilcoxon";
-            row.queryP = w.p;
-        } else {
-            row.queryTest = "mann-whitney";
-            row.queryP = mw.p;
-        }
-        const KsResult ks = ksTwoSample(klA, klB);
-        row.ksD = ks.d;
-        row.ksP = ks.p;
-
-        const std::uint64_t energySeed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed + (1ULL << 32));
-        Eigen::MatrixXd pa = sixDPoints(ca, energySeed + 1), pb = sixDPoints(cb, energySeed + 2);
-        row.energyPoints = static_cast<int>(std::min(pa.rows(), pb.rows()));
-        standardize(pa, pb);
-        const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations, energySeed, cancel);
-        row.energy = e.statistic;
-        row.energyP = e.pValue;
-        return row;
+/// What kind of row this is, before any test: the same KL on every shared query, an exact key path
+/// on one side, or one shared seed. Returns true when the row is finished (identical, degenerate).
+bool classifyRow(ComparisonRow& row, const SharedSeeds& shared, const std::vector<double>& klA,
+                 const std::vector<double>& klB, const ResultSet& results)
+{
+    const Cell& ca = shared.a;
+    const Cell& cb = shared.b;
+    const bool identical = !ca.empty() && std::equal(ca.begin(), ca.end(), cb.begin(), [](const TrialResult* x, const TrialResult* y) {
+        return sameBits(x->kl, y->kl);
+    });
+    auto allZero = [](const std::vector<double>& v) {
+        return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
     };
+    if (identical) {
+        row.status = ComparisonStatus::Identical;
+        row.statusNote = "KL identical on all " + std::to_string(row.queries) + " shared queries (the same key path)";
+        row.medianKlRatio = 1.0;
+    } else if (allZero(klA) || allZero(klB)) {
+        row.status = ComparisonStatus::Degenerate;
+        row.statusNote = "KL = 0 exactly for " + results.schemes[static_cast<std::size_t>(allZero(klA) ? row.schemeA : row.schemeB)].name
+                         + " (its key path is exact: no attention weight moves)";
+        row.medianKlRatio = std::numeric_limits<double>::quiet_NaN();
+    } else if (row.units < 2) {
+        row.status = ComparisonStatus::Untestable;
+        row.statusNote = std::to_string(row.units) + " shared seed: no seed-level test is possible";
+    }
+    if (row.status == ComparisonStatus::Identical || row.status == ComparisonStatus::Degenerate) {
+        row.ratioLow = row.ratioHigh = row.medianKlRatio;
+        return true;
+    }
+    return false;
+}
 
+/// The seed as the unit: per-seed median KL, the clustered bootstrap interval of the ratio, then
+/// exact Wilcoxon over the seeds.
+void seedLevelTest(ComparisonRow& row, const SharedSeeds& shared, const ExperimentSpec& spec, const Job& job,
+                   const CancelToken& cancel)
+{
+    std::vector<std::vector<double>> seedsA, seedsB;
+    std::vector<double> dA, zero;
+    for (std::size_t k = 0; k < shared.a.size(); ++k) {
+        seedsA.push_back(seedKl(*shared.a[k]));
+        seedsB.push_back(seedKl(*shared.b[k]));
+        const double d = logRatio(location(seedsA.back(), Location::Median), location(seedsB.back(), Location::Median));
+        dA.push_back(d);
+        zero.push_back(0.0);
+        row.seedsALower += d < 0.0;
+    }
+    row.seedRatioMedian = std::exp(location(dA, Location::Median));
+    const std::uint64_t seed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed);
+    const BootstrapCi ci = bootstrapClusteredRatio(seedsA, seedsB, row.design, 0.95, spec.comparisons.bootstrap, seed, cancel);
+    row.ratioLow = ci.lower;
+    row.ratioHigh = ci.upper;
+    if (row.status == ComparisonStatus::Tested) {
+        const WilcoxonResult w = wilcoxonSignedRankExact(dA, zero);
+        row.test = "wilcoxon-seeds";
+        row.p = w.p;
+    }
+}
+
+/// Secondary: the query-level tests (queries treated as independent) and the energy test on the
+/// seeds' standardized 6D points.
+void queryLevelTests(ComparisonRow& row, const SharedSeeds& shared, const std::vector<double>& klA,
+                     const std::vector<double>& klB, const ExperimentSpec& spec, const Job& job, const CancelToken& cancel)
+{
+    const MannWhitneyResult mw = mannWhitneyU(klA, klB);
+    row.mannWhitneyU = mw.u1;
+    row.rankBiserial = mw.rankBiserial;
+    row.mannWhitneyP = mw.p;
+    row.mannWhitneyPNoContinuity = mw.pNoContinuity;
+    if (row.paired) {
+        const WilcoxonResult w = wilcoxonSignedRank(klA, klB);
+        row.wilcoxonStatistic = w.statistic;
+        row.wilcoxonP = w.p;
+        row.queryTest = "wilcoxon";
+        row.queryP = w.p;
+    } else {
+        row.queryTest = "mann-whitney";
+        row.queryP = mw.p;
+    }
+    const KsResult ks = ksTwoSample(klA, klB);
+    row.ksD = ks.d;
+    row.ksP = ks.p;
+
+    const std::uint64_t energySeed = deriveSeed(spec.firstSeed, Stream::Statistics, job.rowSeed + (1ULL << 32));
+    Eigen::MatrixXd pa = sixDPoints(shared.a, energySeed + 1), pb = sixDPoints(shared.b, energySeed + 2);
+    row.energyPoints = static_cast<int>(std::min(pa.rows(), pb.rows()));
+    standardize(pa, pb);
+    const EnergyTestResult e = energyTest(pa, pb, spec.comparisons.permutations, energySeed, cancel);
+    row.energy = e.statistic;
+    row.energyP = e.pValue;
+}
+
+/// One row of the table: the pair's cells on the seeds both hold, classified, then tested.
+ComparisonRow compareRow(const ResultSet& results, const TrialCells& cells, const Job& job, ClusterDesign design,
+                         const CancelToken& cancel)
+{
+    cancel.check();
+    const SharedSeeds shared = sharedSeeds(cells.atBudget(job.point, job.budget, job.ia),
+                                           cells.atBudget(job.point, job.budgetB, job.ib));
+    ComparisonRow row;
+    row.point = job.point;
+    row.budget = job.budget;
+    row.budgetB = job.budgetB;
+    row.kind = job.kind;
+    row.schemeA = job.ia;
+    row.schemeB = job.ib;
+    row.design = design;
+    row.units = static_cast<int>(shared.a.size());
+    row.bitsA = meanBits(shared.a);
+    row.bitsB = meanBits(shared.b);
+    row.bitsMatched = bitsMatch(row.bitsA, row.bitsB);
+    const std::vector<double> klA = pooledKl(shared.a, row.nonFiniteA), klB = pooledKl(shared.b, row.nonFiniteB);
+    row.queries = klA.size();
+    row.paired = klA.size() == klB.size();
+    row.medianKlA = location(klA, Location::Median);
+    row.medianKlB = location(klB, Location::Median);
+    row.medianKlRatio = row.medianKlB != 0.0 ? row.medianKlA / row.medianKlB : std::numeric_limits<double>::quiet_NaN();
+    row.pMin = std::ldexp(2.0, -row.units);
+    if (classifyRow(row, shared, klA, klB, results))
+        return row;
+    seedLevelTest(row, shared, results.spec, job, cancel);
+    queryLevelTests(row, shared, klA, klB, results.spec, job, cancel);
+    return row;
+}
+
+} // namespace
+
+std::vector<ComparisonRow> compareSchemes(const ResultSet& results, const CancelToken& cancel)
+{
+    const TrialCells cells(results);
+    const Regime* regime = findRegime(results.spec.regime);
+    const ClusterDesign design = regime && regime->seedIndependent() ? ClusterDesign::Crossed : ClusterDesign::Nested;
+    const std::vector<Job> jobs = planJobs(results, cells, comparedPairs(results));
     // Rows spread over the cores; each lands in its own slot, so the table is the same whatever
     // the thread count. A row's exception (bad_alloc, Cancelled) is rethrown here.
     std::vector<ComparisonRow> rows(jobs.size());
-    parallelFor(jobs.size(), analysisWorkers(), [&](std::size_t i) { rows[i] = compute(jobs[i]); });
-
+    parallelFor(jobs.size(), analysisWorkers(),
+                [&](std::size_t i) { rows[i] = compareRow(results, cells, jobs[i], design, cancel); });
     // Holm over the tested rows only: identical or degenerate pairs are not hypotheses.
-    std::vector<double> logP;
-    std::vector<std::size_t> tested;
-    for (std::size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].status == ComparisonStatus::Tested) {
-            logP.push_back(rows[i].p.logP);
-            tested.push_back(i);
-        }
-    const std::vector<double> adjusted = holmAdjustLog(logP);
-    for (std::size_t k = 0; k < tested.size(); ++k)
-        rows[tested[k]].pHolm = pFromLog(std::min(0.0, adjusted[k]));
+    holmAdjustRows(rows, [](const ComparisonRow& r) { return r.status == ComparisonStatus::Tested; });
     return rows;
 }
 

@@ -5,13 +5,37 @@
 #include "core/common/cancel.h"
 #include "core/spec/result.h"
 #include "core/stats/bootstrap.h"
+#include "core/stats/holm.h"
 #include "core/stats/p_value.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace kvlens::stats {
+
+/// Holm's step-down adjustment over one family of rows (those `inFamily` selects): each member's
+/// `pHolm` from its `p`, on the log scale (holmAdjustLog), at most 1. The comparison table's family
+/// is its tested rows; kvlens compare's, the tested rows of one metric.
+template <class Row, class InFamily>
+void holmAdjustRows(std::vector<Row>& rows, InFamily inFamily)
+{
+    std::vector<double> logP;
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (inFamily(rows[i])) {
+            logP.push_back(rows[i].p.logP);
+            members.push_back(i);
+        }
+    const std::vector<double> adjusted = holmAdjustLog(logP);
+    for (std::size_t k = 0; k < members.size(); ++k)
+        rows[members[k]].pHolm = pFromLog(std::min(0.0, adjusted[k]));
+}
+
+/// One seed's per-query KL with NaN as +inf (a KL of a non-finite estimate ranks as the worst): the
+/// seed-level test takes its median (as does kvlens compare's kl_median).
+std::vector<double> seedKl(const TrialResult& t);
 
 /// What a row of the table is.
 enum class ComparisonStatus {

@@ -74,4 +74,7 @@ struct FigureData {
 /// Builds the figure data (the heavy part of drawing, done where the run is).
 FigureData buildFigureData(const ResultSet& results);
 
+/// Mean attention entropy H(p) of the exact attention over a run's trials (nats; 0 without trials).
+double runMeanEntropy(const ResultSet& results);
+
 } // namespace kvlens

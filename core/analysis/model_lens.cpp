@@ -64,14 +64,6 @@ std::pair<double, double> wilson(double k, double n)
     return {centre - half, centre + half};
 }
 
-int schemeIndex(const ResultSet& r, const char* name)
-{
-    for (std::size_t i = 0; i < r.schemes.size(); ++i)
-        if (r.schemes[i].name == name)
-            return static_cast<int>(i);
-    return -1;
-}
-
 double percentile99(std::vector<float> v)
 {
     if (v.empty())
@@ -159,7 +151,7 @@ std::string advisorObjectiveText(const AdvisorOptions& o)
 std::vector<ModelCell> modelCells(const ResultSet& results)
 {
     std::vector<ModelCell> cells;
-    if (results.spec.regime != "model")
+    if (!results.spec.hasModelCells())
         return cells;
     for (int p = 0; p < results.spec.pointCount(); ++p) {
         const ExperimentSpec ps = results.spec.pointSpec(p);
@@ -238,7 +230,7 @@ std::map<std::pair<int, int>, SplitDamage> splitDamage(const ResultSet& results,
 {
     std::map<std::pair<int, int>, SplitDamage> acc;
     const std::vector<ModelCell> cells = modelCells(results);
-    const int kOnly = schemeIndex(results, "K-only"), vOnly = schemeIndex(results, "V-only");
+    const int kOnly = results.schemeIndex("K-only"), vOnly = results.schemeIndex("V-only");
     if (cells.empty() || kOnly < 0 || vOnly < 0)
         return acc;
     for (const TrialResult& t : results.trials) {

@@ -3,6 +3,8 @@
 #include "core/common/types.h"
 #include "core/analysis/run_compare.h"
 
+#include "core/analysis/comparison.h"
+
 #include "core/common/format.h"
 #include "core/common/hash.h"
 #include "core/common/math_policy.h"
@@ -27,6 +29,7 @@
 #include <map>
 #include <numbers>
 #include <set>
+#include <type_traits>
 
 namespace kvlens {
 
@@ -194,10 +197,7 @@ double metricValue(std::size_t metric, const TrialResult& t)
     case 0: return meanOf(t.kl);
     case 1: {
         // comparisons.csv's seed statistic: the median of the seed's per-query KL, NaN as +inf.
-        std::vector<double> v(t.kl.begin(), t.kl.end());
-        for (double& x : v)
-            if (std::isnan(x))
-                x = std::numeric_limits<double>::infinity();
+        const std::vector<double> v = stats::seedKl(t);
         return v.empty() ? kNan : stats::location(v, stats::Location::Median);
     }
     case 2: return meanOf(t.recall);
@@ -254,33 +254,15 @@ namespace {
 /// the draw; plus the calibration rows drawn and the imported data's hash.
 struct DrawFields {
     std::map<std::string, std::uint64_t>& out;
-    template <class T>
-    void operator()(const char*, ArrangesTrials, const T&) const
+    template <class Role, class T>
+    void operator()(const char* name, Role, const T& field) const
     {
-    }
-    template <class T>
-    void operator()(const char* name, DefinesNumbers, const T& field) const
-    {
-        if (std::string_view(name).rfind("metrics.", 0) == 0)
-            return;
-        Fnv1a h;
-        value(h, field);
-        out[name] = h.value();
-    }
-    static void value(Fnv1a& h, const std::string& s) { h.text(s); }
-    static void value(Fnv1a& h, int v) { h.i64(v); }
-    static void value(Fnv1a& h, double v) { h.f64(v); }
-    static void value(Fnv1a& h, EngineKind e) { h.u64(static_cast<std::uint64_t>(e)); }
-    static void value(Fnv1a& h, const RegimeParams& params)
-    {
-        h.u64(params.size());
-        for (const auto& entry : params) {
-            h.text(entry.first);
-            h.u64(entry.second.index());
-            if (const auto* d = std::get_if<double>(&entry.second))
-                h.f64(*d);
-            else
-                h.text(std::get<std::string>(entry.second));
+        if constexpr (std::is_same_v<Role, DefinesNumbers>) {
+            if (std::string_view(name).rfind("metrics.", 0) == 0)
+                return;
+            Fnv1a h;
+            hashFieldValue(h, field);
+            out[name] = h.value();
         }
     }
 };
@@ -380,14 +362,6 @@ std::map<std::uint64_t, const TrialResult*> bySeed(const std::vector<const Trial
     return out;
 }
 
-double meanBits(const std::vector<const TrialResult*>& trials)
-{
-    double s = 0.0;
-    for (const TrialResult* t : trials)
-        s += t->bits.total();
-    return trials.empty() ? kNan : s / static_cast<double>(trials.size());
-}
-
 /// Fills a row's numbers from the per-unit values (paired: xa[k], xb[k] are seed k in A and B).
 void testRow(RunCompareRow& row, const std::vector<double>& xa, const std::vector<double>& xb, bool ratioScale)
 {
@@ -475,12 +449,135 @@ std::string schemesAndBudgets(const ResultSet& r)
     return s;
 }
 
-int schemeIndex(const ResultSet& r, const std::string& name)
+} // namespace
+
+namespace {
+
+/// The manifest fields that differ between the runs (program version, backend, imported data).
+std::vector<SpecDifference> runDifferences(const RunDirectory& a, const RunDirectory& b)
 {
-    for (std::size_t i = 0; i < r.schemes.size(); ++i)
-        if (r.schemes[i].name == name)
-            return static_cast<int>(i);
-    return -1;
+    std::vector<SpecDifference> out;
+    auto runField = [&](const char* name, const std::string& va, const std::string& vb) {
+        if (va != vb)
+            out.push_back(SpecDifference{std::string("run.") + name, io::dumpJson(nlohmann::json(va)),
+                                         io::dumpJson(nlohmann::json(vb))});
+    };
+    runField("program_version", a.manifest.programVersion, b.manifest.programVersion);
+    runField("backend", a.manifest.backend, b.manifest.backend);
+    runField("data_hash", hex64(a.manifest.dataHash), hex64(b.manifest.dataHash));
+    return out;
+}
+
+/// Grid points matched by their swept values, (A's point, B's point) with -1 where absent: A's
+/// points in order, then B's unmatched ones. Two runs of one point each are that point.
+std::vector<std::pair<int, int>> matchPoints(const ExperimentSpec& sa, const ExperimentSpec& sb)
+{
+    std::vector<std::pair<int, int>> points;
+    if (sa.pointCount() == 1 && sb.pointCount() == 1) {
+        points.emplace_back(0, 0);
+        return points;
+    }
+    std::vector<bool> usedB(static_cast<std::size_t>(sb.pointCount()), false);
+    for (int pa = 0; pa < sa.pointCount(); ++pa) {
+        int match = -1;
+        for (int pb = 0; pb < sb.pointCount() && match < 0; ++pb)
+            if (!usedB[static_cast<std::size_t>(pb)] && sa.pointLabel(pa) == sb.pointLabel(pb))
+                match = pb;
+        if (match >= 0)
+            usedB[static_cast<std::size_t>(match)] = true;
+        points.emplace_back(pa, match);
+    }
+    for (int pb = 0; pb < sb.pointCount(); ++pb)
+        if (!usedB[static_cast<std::size_t>(pb)])
+            points.emplace_back(-1, pb);
+    return points;
+}
+
+/// One configuration (grid point, scheme, budget) both runs hold: which seeds pair, and why not
+/// when they do not.
+struct Pairing {
+    std::vector<const TrialResult*> a, b; ///< the trials compared (the shared seeds' when paired)
+    std::string why;                      ///< why the rows are unpaired; empty when paired
+};
+
+Pairing pairSeeds(const std::vector<const TrialResult*>& cellA, const std::vector<const TrialResult*>& cellB,
+                  const std::string& drawDiff, const std::string& label, RunCompareRow& base)
+{
+    // Seeds pair when the draw is the same and both runs hold them.
+    const auto seedsA = bySeed(cellA), seedsB = bySeed(cellB);
+    std::vector<std::uint64_t> shared;
+    for (const auto& entry : seedsA)
+        if (seedsB.count(entry.first))
+            shared.push_back(entry.first);
+    Pairing p;
+    if (!drawDiff.empty())
+        p.why = "the runs drew different data" + std::string(label.empty() ? "" : " at " + label) + " (" + drawDiff
+                + " differ)";
+    else if (shared.empty())
+        p.why = "the runs share no seed";
+    base.paired = p.why.empty();
+    if (!base.paired) {
+        base.note = "unpaired: " + p.why;
+        p.a = cellA;
+        p.b = cellB;
+        return p;
+    }
+    if (shared.size() < seedsA.size() || shared.size() < seedsB.size())
+        base.note = "paired on the " + std::to_string(shared.size()) + " shared seeds; "
+                    + std::to_string(seedsA.size() - shared.size()) + " of A's and "
+                    + std::to_string(seedsB.size() - shared.size()) + " of B's left out";
+    for (std::uint64_t s : shared) {
+        p.a.push_back(seedsA.at(s));
+        p.b.push_back(seedsB.at(s));
+    }
+    return p;
+}
+
+/// The rows of one configuration: a row "only in A" or "only in B", or one tested row per metric.
+/// The error is --paired's refusal of an unpaired configuration.
+Status compareConfiguration(RunComparison& c, std::vector<std::string>& unpairedWhy, RunCompareRow base,
+                            const std::vector<const TrialResult*>& cellA, const std::vector<const TrialResult*>& cellB,
+                            const std::string& drawDiff, bool sameScheme, const RunCompareOptions& options)
+{
+    if (cellA.empty() || cellB.empty()) {
+        base.status = cellB.empty() ? RunRowStatus::OnlyInA : RunRowStatus::OnlyInB;
+        base.note = cellB.empty() ? "only in A" : "only in B";
+        base.unitsA = static_cast<int>(cellA.size());
+        base.unitsB = static_cast<int>(cellB.size());
+        base.bitsA = meanBits(cellA); // 0 for the run without the configuration
+        base.bitsB = meanBits(cellB);
+        (cellB.empty() ? c.onlyA : c.onlyB) += 1;
+        c.rows.push_back(base);
+        return Ok{};
+    }
+    ++c.sharedConfigurations;
+    const Pairing pairing = pairSeeds(cellA, cellB, drawDiff, base.pointLabel, base);
+    if (!pairing.why.empty() && options.requirePaired)
+        return Error{"--paired", base.scheme + " at n = " + std::to_string(base.budget) + ": " + pairing.why
+                                     + ": no seed is the same unit in both runs; without --paired the rows "
+                                       "use the unpaired test over the two groups of seeds"};
+    if (!pairing.why.empty() && std::find(unpairedWhy.begin(), unpairedWhy.end(), pairing.why) == unpairedWhy.end())
+        unpairedWhy.push_back(pairing.why);
+    base.bitsA = meanBits(pairing.a);
+    base.bitsB = meanBits(pairing.b);
+    if (!sameScheme)
+        base.note += std::string(base.note.empty() ? "" : "; ") + "the scheme's definition differs";
+    const auto& metrics = runMetrics();
+    for (std::size_t m = 0; m < metrics.size(); ++m) {
+        RunCompareRow row = base;
+        row.metric = metrics[m].name;
+        std::vector<double> xa, xb;
+        for (const TrialResult* t : pairing.a)
+            xa.push_back(metricValue(m, *t));
+        for (const TrialResult* t : pairing.b)
+            xb.push_back(metricValue(m, *t));
+        const std::string note = row.note;
+        testRow(row, xa, xb, metrics[m].ratioScale);
+        if (!note.empty() && row.note != note)
+            row.note = row.note.empty() ? note : row.note + "; " + note;
+        c.rows.push_back(row);
+    }
+    return Ok{};
 }
 
 } // namespace
@@ -491,55 +588,25 @@ Result<RunComparison> compareRuns(const RunDirectory& a, const RunDirectory& b, 
     c.dirA = a.dir;
     c.dirB = b.dir;
     c.specDiff = diffSpecs(a.results.spec, b.results.spec);
-    auto runField = [&](const char* name, const std::string& va, const std::string& vb) {
-        if (va != vb)
-            c.runDiff.push_back(SpecDifference{std::string("run.") + name, io::dumpJson(nlohmann::json(va)),
-                                               io::dumpJson(nlohmann::json(vb))});
-    };
-    runField("program_version", a.manifest.programVersion, b.manifest.programVersion);
-    runField("backend", a.manifest.backend, b.manifest.backend);
-    runField("data_hash", hex64(a.manifest.dataHash), hex64(b.manifest.dataHash));
-
-    // Grid points are matched by their swept values; two runs of one point each are that point.
+    c.runDiff = runDifferences(a, b);
     const ExperimentSpec& sa = a.results.spec;
     const ExperimentSpec& sb = b.results.spec;
-    std::vector<std::pair<int, int>> points; // (A's point, B's point), -1 where absent
-    if (sa.pointCount() == 1 && sb.pointCount() == 1) {
-        points.emplace_back(0, 0);
-    } else {
-        std::vector<bool> usedB(static_cast<std::size_t>(sb.pointCount()), false);
-        for (int pa = 0; pa < sa.pointCount(); ++pa) {
-            int match = -1;
-            for (int pb = 0; pb < sb.pointCount() && match < 0; ++pb)
-                if (!usedB[static_cast<std::size_t>(pb)] && sa.pointLabel(pa) == sb.pointLabel(pb))
-                    match = pb;
-            if (match >= 0)
-                usedB[static_cast<std::size_t>(match)] = true;
-            points.emplace_back(pa, match);
-        }
-        for (int pb = 0; pb < sb.pointCount(); ++pb)
-            if (!usedB[static_cast<std::size_t>(pb)])
-                points.emplace_back(-1, pb);
-    }
-
     const TrialCells cellsA(a.results), cellsB(b.results);
-    const auto& metrics = runMetrics();
     std::vector<std::string> unpairedWhy;
-    for (const auto& pp : points) {
-        const int pa = pp.first, pb = pp.second;
+    for (const auto& [pa, pb] : matchPoints(sa, sb)) {
         const std::string label = pa >= 0 ? sa.pointLabel(pa) : sb.pointLabel(pb);
         // Schemes: A's order, then B's own; budgets ascending over both.
         std::vector<std::string> schemes;
         for (const SchemeConfig& s : a.results.schemes)
             schemes.push_back(s.name);
         for (const SchemeConfig& s : b.results.schemes)
-            if (schemeIndex(a.results, s.name) < 0)
+            if (a.results.schemeIndex(s.name) < 0)
                 schemes.push_back(s.name);
         std::set<int> budgetSet(sa.budgets.begin(), sa.budgets.end());
         budgetSet.insert(sb.budgets.begin(), sb.budgets.end());
         const std::string drawDiff = pa >= 0 && pb >= 0 ? drawDifference(a, pa, b, pb) : std::string();
         for (const std::string& scheme : schemes) {
-            const int ia = schemeIndex(a.results, scheme), ib = schemeIndex(b.results, scheme);
+            const int ia = a.results.schemeIndex(scheme), ib = b.results.schemeIndex(scheme);
             for (int budget : budgetSet) {
                 static const std::vector<const TrialResult*> none;
                 const auto& cellA = pa >= 0 && ia >= 0 ? cellsA.atBudget(pa, budget, ia) : none;
@@ -553,74 +620,11 @@ Result<RunComparison> compareRuns(const RunDirectory& a, const RunDirectory& b, 
                 base.scheme = scheme;
                 base.budget = budget;
                 base.level = options.level;
-                base.bitsA = meanBits(cellA);
-                base.bitsB = meanBits(cellB);
-                if (cellA.empty() || cellB.empty()) {
-                    base.status = cellB.empty() ? RunRowStatus::OnlyInA : RunRowStatus::OnlyInB;
-                    base.note = cellB.empty() ? "only in A" : "only in B";
-                    base.unitsA = static_cast<int>(cellA.size());
-                    base.unitsB = static_cast<int>(cellB.size());
-                    base.bitsA = cellA.empty() ? 0.0 : base.bitsA;
-                    base.bitsB = cellB.empty() ? 0.0 : base.bitsB;
-                    (cellB.empty() ? c.onlyA : c.onlyB) += 1;
-                    c.rows.push_back(base);
-                    continue;
-                }
-                ++c.sharedConfigurations;
-                // Seeds pair when the draw is the same and both runs hold them.
-                const auto seedsA = bySeed(cellA), seedsB = bySeed(cellB);
-                std::vector<std::uint64_t> shared;
-                for (const auto& entry : seedsA)
-                    if (seedsB.count(entry.first))
-                        shared.push_back(entry.first);
-                std::string why;
-                if (!drawDiff.empty())
-                    why = "the runs drew different data" + std::string(label.empty() ? "" : " at " + label) + " ("
-                          + drawDiff + " differ)";
-                else if (shared.empty())
-                    why = "the runs share no seed";
-                if (!why.empty() && options.requirePaired)
-                    return Error{"--paired", scheme + " at n = " + std::to_string(budget) + ": " + why
-                                                 + ": no seed is the same unit in both runs; without --paired the rows "
-                                                   "use the unpaired test over the two groups of seeds"};
-                base.paired = why.empty();
-                if (!why.empty()) {
-                    base.note = "unpaired: " + why;
-                    if (std::find(unpairedWhy.begin(), unpairedWhy.end(), why) == unpairedWhy.end())
-                        unpairedWhy.push_back(why);
-                } else if (shared.size() < seedsA.size() || shared.size() < seedsB.size()) {
-                    base.note = "paired on the " + std::to_string(shared.size()) + " shared seeds; "
-                                + std::to_string(seedsA.size() - shared.size()) + " of A's and "
-                                + std::to_string(seedsB.size() - shared.size()) + " of B's left out";
-                }
-                std::vector<const TrialResult*> ta, tb;
-                if (base.paired) {
-                    for (std::uint64_t s : shared) {
-                        ta.push_back(seedsA.at(s));
-                        tb.push_back(seedsB.at(s));
-                    }
-                } else {
-                    ta = cellA;
-                    tb = cellB;
-                }
-                base.bitsA = meanBits(ta);
-                base.bitsB = meanBits(tb);
-                if (a.results.schemes[static_cast<std::size_t>(ia)] != b.results.schemes[static_cast<std::size_t>(ib)])
-                    base.note += std::string(base.note.empty() ? "" : "; ") + "the scheme's definition differs";
-                for (std::size_t m = 0; m < metrics.size(); ++m) {
-                    RunCompareRow row = base;
-                    row.metric = metrics[m].name;
-                    std::vector<double> xa, xb;
-                    for (const TrialResult* t : ta)
-                        xa.push_back(metricValue(m, *t));
-                    for (const TrialResult* t : tb)
-                        xb.push_back(metricValue(m, *t));
-                    const std::string pairing = row.note;
-                    testRow(row, xa, xb, metrics[m].ratioScale);
-                    if (!pairing.empty() && row.note != pairing)
-                        row.note = row.note.empty() ? pairing : row.note + "; " + pairing;
-                    c.rows.push_back(row);
-                }
+                const bool sameScheme = ia < 0 || ib < 0
+                                        || a.results.schemes[static_cast<std::size_t>(ia)]
+                                               == b.results.schemes[static_cast<std::size_t>(ib)];
+                if (auto ok = compareConfiguration(c, unpairedWhy, base, cellA, cellB, drawDiff, sameScheme, options); !ok)
+                    return ok.error();
             }
         }
     }
@@ -629,20 +633,11 @@ Result<RunComparison> compareRuns(const RunDirectory& a, const RunDirectory& b, 
                              + schemesAndBudgets(a.results) + "; B has " + schemesAndBudgets(b.results)};
     for (const std::string& why : unpairedWhy)
         c.pairingNote += (c.pairingNote.empty() ? "" : "; ") + why;
-
     // Holm over the tested rows of each metric.
-    for (const RunMetric& metric : metrics) {
-        std::vector<double> logP;
-        std::vector<std::size_t> tested;
-        for (std::size_t i = 0; i < c.rows.size(); ++i)
-            if (c.rows[i].metric == metric.name && c.rows[i].status == RunRowStatus::Tested) {
-                logP.push_back(c.rows[i].p.logP);
-                tested.push_back(i);
-            }
-        const std::vector<double> adjusted = stats::holmAdjustLog(logP);
-        for (std::size_t k = 0; k < tested.size(); ++k)
-            c.rows[tested[k]].pHolm = stats::pFromLog(std::min(0.0, adjusted[k]));
-    }
+    for (const RunMetric& metric : runMetrics())
+        stats::holmAdjustRows(c.rows, [&](const RunCompareRow& r) {
+            return r.metric == metric.name && r.status == RunRowStatus::Tested;
+        });
     return c;
 }
 

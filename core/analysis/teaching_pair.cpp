@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// The teaching figure's configuration taken from a run: its regime, sizes and two named schemes.
 #include "core/analysis/teaching_pair.h"
 
 #include "core/quant/scheme.h"
+#include "core/regimes/regime.h"
 
 #include <algorithm>
 
@@ -10,7 +12,8 @@ namespace kvlens {
 Result<TeachingConfig> teachingConfigForRun(const ExperimentSpec& spec)
 {
     const ExperimentSpec point = spec.pointCount() > 1 ? spec.pointSpec(0) : spec;
-    if (point.regime == "imported" || point.regime == "model")
+    // A seed-independent regime reads its data from files: there is no law to draw a pair from.
+    if (const Regime* regime = findRegime(point.regime); regime && regime->seedIndependent())
         return Error{"regime", "the teaching figure draws its own data; the '" + point.regime +
                                    "' regime reads files, so there is no data law to draw from"};
     TeachingConfig config;

@@ -372,127 +372,167 @@ struct Computed {
 /// Compute: worker threads take draw groups (point, seed) in GridShape's draw order; a group's data
 /// set is drawn once, only when one of its trials is not in the cache, and its trials run in draw
 /// order (budget, scheme). Results land at their walk positions.
-Computed computeTrials(const RunPlan& plan, PointInputs& inputs, ComputeBackend& backend, Progress* progress,
-                       TrialCache* cache)
-{
-    const GridShape& grid = plan.grid;
-    Computed out;
-    out.slots.resize(static_cast<std::size_t>(plan.total));
-    out.filled.assign(static_cast<std::size_t>(plan.total), 0);
-    std::mutex mutex; // guards progress calls, the counters, the note and the first failure
-    const std::string backendName = backend.name();
-    std::atomic<long long> nextGroup{0};
-    std::atomic<bool> stop{false};
-    auto fail = [&](Error e) {
-        const std::lock_guard lock(mutex);
-        if (!out.failure)
-            out.failure = std::move(e);
-        stop.store(true);
-    };
-    auto isCancelled = [&] {
-        if (stop.load())
-            return true;
-        if (progress) {
-            const std::lock_guard lock(mutex);
-            if (progress->cancelled()) {
-                stop.store(true);
-                return true;
-            }
-        }
-        return false;
-    };
-    const long long trialsPerGroup = grid.budgets * grid.schemes;
+class TrialWorkers {
+public:
+    TrialWorkers(const RunPlan& plan, PointInputs& inputs, ComputeBackend& backend, Progress* progress,
+                 TrialCache* cache)
+        : m_plan(plan), m_inputs(inputs), m_backend(backend), m_progress(progress), m_cache(cache),
+          m_backendName(backend.name())
+    {
+        m_out.slots.resize(static_cast<std::size_t>(plan.total));
+        m_out.filled.assign(static_cast<std::size_t>(plan.total), 0);
+    }
 
-    auto worker = [&] {
+    /// One worker: draw groups until none is left, the run is cancelled or a trial failed.
+    void work()
+    {
         try {
             for (;;) {
-                const long long next = nextGroup.fetch_add(1);
-                if (next >= plan.groupCount || isCancelled())
+                const long long next = m_nextGroup.fetch_add(1);
+                if (next >= m_plan.groupCount || isCancelled() || !runGroup(next))
                     return;
-                const TrialSlot first = plan.group(next);
-                const int point = first.point, seedIndex = first.seedIndex;
-                const ExperimentSpec& pointSpec = plan.pointSpecs[static_cast<std::size_t>(point)];
-                const long long firstDraw = grid.drawIndex(first);
-                struct Released {
-                    PointInputs& inputs;
-                    int point;
-                    ~Released() { inputs.release(point); }
-                } released{inputs, point};
-                std::optional<TrialGroup> group; // drawn only when a trial of the group is not cached
-                auto prepare = [&]() -> bool {
-                    if (group)
-                        return true;
-                    auto fixed = inputs.acquire(point);
-                    Result<TrialGroup> prepared = fixed ? prepareTrialGroup(pointSpec, point, seedIndex, backend, fixed->get())
-                                                        : Result<TrialGroup>(fixed.error());
-                    if (!prepared) {
-                        fail(prepared.error());
-                        return false;
-                    }
-                    group = std::move(prepared).value();
-                    if (point == 0 && seedIndex == 0) {
-                        const std::lock_guard lock(mutex);
-                        out.regimeNote = group->data.note;
-                    }
-                    return true;
-                };
-                const std::uint64_t seedValue = pointSpec.seed(seedIndex);
-                for (long long i = firstDraw; i < firstDraw + trialsPerGroup; ++i) {
-                    const TrialSlot t = grid.fromDrawIndex(i);
-                    const long long to = plan.position(grid.walkIndex(t));
-                    if (to < 0)
-                        continue;
-                    if (isCancelled())
-                        return;
-                    const int budget = pointSpec.budgets[static_cast<std::size_t>(t.budgetIndex)];
-                    const SchemeConfig& scheme = pointSpec.schemes[static_cast<std::size_t>(t.schemeIndex)];
-                    TrialResult trial;
-                    std::uint64_t cacheKey = 0;
-                    std::optional<TrialCache::Entry> hit;
-                    if (cache) {
-                        cacheKey = trialCacheKey(pointSpec, inputs.pointDataHashes[static_cast<std::size_t>(point)], scheme,
-                                                 budget, seedValue, backendName);
-                        hit = cache->find(cacheKey);
-                    }
-                    if (hit) {
-                        trial = std::move(hit->trial);
-                        trial.key = TrialKey{point, t.schemeIndex, budget, seedIndex, seedValue};
-                        if (point == 0 && seedIndex == 0) {
-                            const std::lock_guard lock(mutex);
-                            out.regimeNote = hit->regimeNote;
-                        }
-                    } else {
-                        if (!prepare())
-                            return;
-                        trial = runTrial(pointSpec, *group, t.schemeIndex, budget, backend);
-                        if (cache)
-                            cache->insert(cacheKey, trial, group->data.note);
-                    }
-                    const auto at = static_cast<std::size_t>(to);
-                    const std::lock_guard lock(mutex);
-                    out.slots[at] = std::move(trial);
-                    out.filled[at] = 1;
-                    ++out.done;
-                    if (hit)
-                        ++out.reused;
-                    if (progress) {
-                        progress->trialFinished(out.slots[at]);
-                        progress->report(out.done, plan.total);
-                    }
-                }
             }
         } catch (const std::exception& e) {
             fail(Error{"run", std::string("the run failed: ") + e.what()});
         }
-    };
+    }
 
+    Computed take() { return std::move(m_out); }
+
+private:
+    /// The trials of draw group `next`; false when the worker must stop.
+    bool runGroup(long long next)
+    {
+        const GridShape& grid = m_plan.grid;
+        const TrialSlot first = m_plan.group(next);
+        const int point = first.point, seedIndex = first.seedIndex;
+        const ExperimentSpec& pointSpec = m_plan.pointSpecs[static_cast<std::size_t>(point)];
+        const long long firstDraw = grid.drawIndex(first);
+        struct Released {
+            PointInputs& inputs;
+            int point;
+            ~Released() { inputs.release(point); }
+        } released{m_inputs, point};
+        std::optional<TrialGroup> group; // drawn only when a trial of the group is not cached
+        const std::uint64_t seedValue = pointSpec.seed(seedIndex);
+        for (long long i = firstDraw; i < firstDraw + grid.budgets * grid.schemes; ++i) {
+            const TrialSlot t = grid.fromDrawIndex(i);
+            const long long to = m_plan.position(grid.walkIndex(t));
+            if (to < 0)
+                continue;
+            if (isCancelled())
+                return false;
+            const int budget = pointSpec.budgets[static_cast<std::size_t>(t.budgetIndex)];
+            const SchemeConfig& scheme = pointSpec.schemes[static_cast<std::size_t>(t.schemeIndex)];
+            std::uint64_t cacheKey = 0;
+            std::optional<TrialCache::Entry> hit;
+            if (m_cache) {
+                cacheKey = trialCacheKey(pointSpec, m_inputs.pointDataHashes[static_cast<std::size_t>(point)], scheme,
+                                         budget, seedValue, m_backendName);
+                hit = m_cache->find(cacheKey);
+            }
+            TrialResult trial;
+            if (hit) {
+                trial = std::move(hit->trial);
+                trial.key = TrialKey{point, t.schemeIndex, budget, seedIndex, seedValue};
+                if (point == 0 && seedIndex == 0)
+                    setRegimeNote(hit->regimeNote);
+            } else {
+                if (!prepare(group, pointSpec, point, seedIndex))
+                    return false;
+                trial = runTrial(pointSpec, *group, t.schemeIndex, budget, m_backend);
+                if (m_cache)
+                    m_cache->insert(cacheKey, trial, group->data.note);
+            }
+            store(static_cast<std::size_t>(to), std::move(trial), hit.has_value());
+        }
+        return true;
+    }
+
+    /// Draws the group's data set (once); false when that failed.
+    bool prepare(std::optional<TrialGroup>& group, const ExperimentSpec& pointSpec, int point, int seedIndex)
+    {
+        if (group)
+            return true;
+        auto fixed = m_inputs.acquire(point);
+        Result<TrialGroup> prepared = fixed ? prepareTrialGroup(pointSpec, point, seedIndex, m_backend, fixed->get())
+                                            : Result<TrialGroup>(fixed.error());
+        if (!prepared) {
+            fail(prepared.error());
+            return false;
+        }
+        group = std::move(prepared).value();
+        if (point == 0 && seedIndex == 0)
+            setRegimeNote(group->data.note);
+        return true;
+    }
+
+    /// A finished trial at its result position, counted and reported.
+    void store(std::size_t at, TrialResult&& trial, bool reused)
+    {
+        const std::lock_guard lock(m_mutex);
+        m_out.slots[at] = std::move(trial);
+        m_out.filled[at] = 1;
+        ++m_out.done;
+        if (reused)
+            ++m_out.reused;
+        if (m_progress) {
+            m_progress->trialFinished(m_out.slots[at]);
+            m_progress->report(m_out.done, m_plan.total);
+        }
+    }
+
+    void setRegimeNote(const std::string& note)
+    {
+        const std::lock_guard lock(m_mutex);
+        m_out.regimeNote = note;
+    }
+
+    void fail(Error e)
+    {
+        const std::lock_guard lock(m_mutex);
+        if (!m_out.failure)
+            m_out.failure = std::move(e);
+        m_stop.store(true);
+    }
+
+    bool isCancelled()
+    {
+        if (m_stop.load())
+            return true;
+        if (m_progress) {
+            const std::lock_guard lock(m_mutex);
+            if (m_progress->cancelled()) {
+                m_stop.store(true);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    const RunPlan& m_plan;
+    PointInputs& m_inputs;
+    ComputeBackend& m_backend;
+    Progress* m_progress;
+    TrialCache* m_cache;
+    const std::string m_backendName;
+    Computed m_out;
+    std::mutex m_mutex; ///< guards progress calls, the counters, the note and the first failure
+    std::atomic<long long> m_nextGroup{0};
+    std::atomic<bool> m_stop{false};
+};
+
+Computed computeTrials(const RunPlan& plan, PointInputs& inputs, ComputeBackend& backend, Progress* progress,
+                       TrialCache* cache)
+{
+    TrialWorkers workers(plan, inputs, backend, progress, cache);
     std::vector<std::thread> pool;
     for (int i = 1; i < plan.threads; ++i)
-        pool.emplace_back(worker);
-    worker();
+        pool.emplace_back([&workers] { workers.work(); });
+    workers.work();
     for (auto& t : pool)
         t.join();
-    return out;
+    return workers.take();
 }
 
 /// Collect: the finished trials in walk order, with what the run read and where it computed.

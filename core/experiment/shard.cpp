@@ -69,16 +69,20 @@ public:
         m_bytes.append(s);
     }
     void raw(std::string_view s) { m_bytes.append(s); }
+    /// A trial's field as trials.bin stores it (forEachTrialField's types): ints as i32, bools as
+    /// one byte, arrays as a u64 length and their elements.
+    void field(int v) { i32(v); }
+    void field(std::uint64_t v) { u64(v); }
+    void field(double v) { f64(v); }
+    void field(bool v) { u8(v ? 1 : 0); }
+    void field(std::uint8_t v) { u8(v); }
+    void field(float v) { f32(v); }
     template <class T>
-    void array(const std::vector<T>& values)
+    void field(const std::vector<T>& values)
     {
         u64(values.size());
-        for (const T& v : values) {
-            if constexpr (std::is_same_v<T, float>)
-                f32(v);
-            else
-                u8(v);
-        }
+        for (const T& v : values)
+            field(v);
     }
     std::string& bytes() { return m_bytes; }
 
@@ -117,22 +121,25 @@ public:
     int i32() { return static_cast<int>(u32()); }
     double f64() { return std::bit_cast<double>(u64()); }
     float f32() { return std::bit_cast<float>(u32()); }
+    /// A trial's field as ByteWriter::field wrote it.
+    void field(int& v) { v = i32(); }
+    void field(std::uint64_t& v) { v = u64(); }
+    void field(double& v) { v = f64(); }
+    void field(bool& v) { v = u8() != 0; }
+    void field(std::uint8_t& v) { v = u8(); }
+    void field(float& v) { v = f32(); }
     template <class T>
-    void array(std::vector<T>& values)
+    void field(std::vector<T>& values)
     {
         const std::uint64_t n = u64();
-        // A corrupt length must not allocate: every element takes at least one byte.
+        // A corrupt length must not allocate: every element takes sizeof(T) bytes.
         if (n > remaining() / sizeof(T)) {
             m_failed = true;
             return;
         }
         values.resize(static_cast<std::size_t>(n));
-        for (T& v : values) {
-            if constexpr (std::is_same_v<T, float>)
-                v = f32();
-            else
-                v = u8();
-        }
+        for (T& v : values)
+            field(v);
     }
 
 private:
@@ -145,12 +152,15 @@ private:
 
 std::uint64_t specHash(const ExperimentSpec& spec, std::uint64_t dataHash)
 {
+    // The spec as spec.json writes it, every Neutral field (forEachSpecField) value-initialized: no
+    // name, the CPU, no device, no memory limit. (A field that is not Neutral and that spec.json
+    // does not write would be left out: tst_experiment changes each field alone and checks the hash
+    // moves exactly for those that are not Neutral.)
     ExperimentSpec neutral = spec;
-    neutral.name.clear();
-    neutral.backend = BackendKind::Cpu;
-    neutral.fallback.clear();
-    neutral.device.clear();
-    neutral.memoryLimitMb = 0.0;
+    forEachSpecField(neutral, [](const char*, auto role, auto& field) {
+        if constexpr (std::is_same_v<decltype(role), Neutral>)
+            field = std::decay_t<decltype(field)>{};
+    });
     const std::uint64_t hash = fnv1a64(specToJson(neutral, -1));
     if (dataHash == 0)
         return hash;
@@ -456,74 +466,22 @@ namespace {
 constexpr std::string_view kTrialsMagic = "KVLTRIAL";
 constexpr std::uint32_t kTrialsVersion = 1;
 
-#if defined(__GLIBCXX__) && defined(__x86_64__)
-// Every field of TrialResult is written below; a new field changes the size and stops the
-// build here until encodeTrial and decodeTrial learn it (trials.bin must stay lossless).
-static_assert(sizeof(TrialResult) == 608, "TrialResult changed: update encodeTrial/decodeTrial in shard.cpp");
-#endif
-
+/// One trial record of trials.bin: every field of forEachTrialField, in its order.
 void encodeTrial(ByteWriter& w, const TrialResult& t)
 {
-    w.i32(t.key.point);
-    w.i32(t.key.scheme);
-    w.i32(t.key.budget);
-    w.i32(t.key.seedIndex);
-    w.u64(t.key.seed);
-    for (const double v : t.sixD.values())
-        w.f64(v);
-    w.f64(t.bits.key);
-    w.f64(t.bits.value);
-    for (const double v : {t.relMseK, t.relMseV, t.rawMseK, t.scoreErrorMean, t.scoreErrorVar, t.scoreErrorVarBase,
-                           t.scoreErrorVarPredicted, t.logMeanExpScoreError, t.meanEntropy})
-        w.f64(v);
-    w.i32(t.saturatedNorms);
-    for (const EffectiveDimension* e : {&t.deffK, &t.deffV}) {
-        w.i32(e->used);
-        w.f64(e->participationRatio);
-        w.i32(e->gapRule);
-        w.u8(e->byGap ? 1 : 0);
-    }
-    for (const auto* a : {&t.kl, &t.recall, &t.fisher, &t.a2, &t.snrT, &t.phiT, &t.relMseT, &t.d2})
-        w.array(*a);
-    w.array(t.argmaxShift);
-    for (const VectorSamples* s : {&t.samplesK, &t.samplesV, &t.samplesT}) {
-        w.array(s->snrDb);
-        w.array(s->phi);
-    }
-    for (const double v : {t.timings.keyPath, t.timings.valuePath, t.timings.attention, t.timings.metrics})
-        w.f64(v);
+    forEachTrialField(t, [&](const char*, auto, const auto& field) { w.field(field); });
 }
 
 void decodeTrial(ByteReader& r, TrialResult& t)
 {
-    t.key.point = r.i32();
-    t.key.scheme = r.i32();
-    t.key.budget = r.i32();
-    t.key.seedIndex = r.i32();
-    t.key.seed = r.u64();
-    for (double* v : {&t.sixD.snrK, &t.sixD.phiK, &t.sixD.snrV, &t.sixD.phiV, &t.sixD.snrT, &t.sixD.phiT})
-        *v = r.f64();
-    t.bits.key = r.f64();
-    t.bits.value = r.f64();
-    for (double* v : {&t.relMseK, &t.relMseV, &t.rawMseK, &t.scoreErrorMean, &t.scoreErrorVar, &t.scoreErrorVarBase,
-                      &t.scoreErrorVarPredicted, &t.logMeanExpScoreError, &t.meanEntropy})
-        *v = r.f64();
-    t.saturatedNorms = r.i32();
-    for (EffectiveDimension* e : {&t.deffK, &t.deffV}) {
-        e->used = r.i32();
-        e->participationRatio = r.f64();
-        e->gapRule = r.i32();
-        e->byGap = r.u8() != 0;
-    }
-    for (auto* a : {&t.kl, &t.recall, &t.fisher, &t.a2, &t.snrT, &t.phiT, &t.relMseT, &t.d2})
-        r.array(*a);
-    r.array(t.argmaxShift);
-    for (VectorSamples* s : {&t.samplesK, &t.samplesV, &t.samplesT}) {
-        r.array(s->snrDb);
-        r.array(s->phi);
-    }
-    for (double* v : {&t.timings.keyPath, &t.timings.valuePath, &t.timings.attention, &t.timings.metrics})
-        *v = r.f64();
+    forEachTrialField(t, [&](const char*, auto, auto& field) { r.field(field); });
+}
+
+/// Bytes ByteWriter::field writes for a scalar of this type.
+template <class T>
+constexpr double storedBytes()
+{
+    return std::is_same_v<T, bool> ? 1.0 : static_cast<double>(sizeof(T));
 }
 
 } // namespace
@@ -557,9 +515,19 @@ double maxTrialRecordBytes(const ExperimentSpec& spec)
         if (spec.sweep.empty())
             break;
     }
-    // id, key, the fixed fields (< 400 bytes), 8 float arrays and argmaxShift of Q values, 6 sample
-    // arrays, each with its 8-byte length.
-    return 8.0 + 512.0 + 9.0 * 8.0 + 8.0 * 4.0 * q + q + 6.0 * (8.0 + 4.0 * samples);
+    // The id, then every field at its longest: arrays of q or `samples` values, each with its
+    // 8-byte length.
+    double bytes = 8.0;
+    const TrialResult shape;
+    forEachTrialField(shape, [&](const char*, auto kind, const auto& field) {
+        using Field = std::decay_t<decltype(field)>;
+        using Kind = decltype(kind);
+        if constexpr (std::is_same_v<Kind, PerQuery> || std::is_same_v<Kind, PerVector>)
+            bytes += 8.0 + storedBytes<typename Field::value_type>() * (std::is_same_v<Kind, PerQuery> ? q : samples);
+        else
+            bytes += storedBytes<Field>();
+    });
+    return bytes;
 }
 
 Result<TrialsFileHeader> checkTrialsFile(const std::string& path, std::uint64_t specHashValue,

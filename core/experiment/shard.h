@@ -29,9 +29,10 @@ inline constexpr int kMaxShards = 1000000;
 Result<ShardId> parseShard(std::string_view text);
 
 
-/// Stable identity of what a normalized spec computes: FNV-1a of specToJson of the spec with
-/// the fields that do not change results neutralised (name, backend, device, memory_limit_mb),
-/// continued with `dataHash` (ResultSet::dataHash: the imported tensors' content) when non-zero.
+/// Stable identity of what a normalized spec computes: FNV-1a of specToJson of the spec with its
+/// Neutral fields (forEachSpecField's roles: name, backend, fallback, device, memory_limit_mb)
+/// value-initialized, continued with `dataHash` (ResultSet::dataHash: the imported tensors' content)
+/// when non-zero. Stored runs hold it (manifest.json): tst_spec_hash keeps every shipped spec's value.
 std::uint64_t specHash(const ExperimentSpec& spec, std::uint64_t dataHash = 0);
 
 /// Identity of one trial: FNV-1a of (spec hash, grid point, scheme name, budget, seed value),

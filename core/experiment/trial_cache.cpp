@@ -5,6 +5,7 @@
 #include "core/common/hash.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace kvlens {
 
@@ -16,11 +17,7 @@ void add(Fnv1a& h, const CodecPart& part)
     h.u64(part.options.size());
     for (const auto& [name, value] : part.options) { // a std::map: sorted by name
         h.text(name);
-        h.u64(value.index());
-        if (const auto* d = std::get_if<double>(&value))
-            h.f64(*d);
-        else
-            h.text(std::get<std::string>(value));
+        hashFieldValue(h, value);
     }
 }
 
@@ -41,30 +38,12 @@ void add(Fnv1a& h, const PathConfig& path)
 /// Adds the spec fields that define a trial's numbers (forEachSpecField's DefinesNumbers).
 struct DefiningFields {
     Fnv1a& h;
-    template <class T>
-    void operator()(const char*, ArrangesTrials, const T&) const
+    template <class Role, class T>
+    void operator()(const char* name, Role, const T& field) const
     {
-    }
-    template <class T>
-    void operator()(const char* name, DefinesNumbers, const T& field) const
-    {
-        h.text(name);
-        value(field);
-    }
-    void value(const std::string& s) const { h.text(s); }
-    void value(int v) const { h.i64(v); }
-    void value(double v) const { h.f64(v); }
-    void value(EngineKind e) const { h.u64(static_cast<std::uint64_t>(e)); }
-    void value(const RegimeParams& params) const
-    {
-        h.u64(params.size());
-        for (const auto& [key, v] : params) { // a std::map: sorted by key
-            h.text(key);
-            h.u64(v.index());
-            if (const auto* d = std::get_if<double>(&v))
-                h.f64(*d);
-            else
-                h.text(std::get<std::string>(v));
+        if constexpr (std::is_same_v<Role, DefinesNumbers>) {
+            h.text(name);
+            hashFieldValue(h, field);
         }
     }
 };
@@ -92,11 +71,11 @@ std::uint64_t trialCacheKey(const ExperimentSpec& pointSpec, std::uint64_t point
 double trialBytes(const TrialResult& t)
 {
     double bytes = sizeof(TrialResult);
-    for (const std::vector<float>* v : {&t.kl, &t.recall, &t.fisher, &t.a2, &t.snrT, &t.phiT, &t.relMseT, &t.d2,
-                                        &t.samplesK.snrDb, &t.samplesK.phi, &t.samplesV.snrDb, &t.samplesV.phi,
-                                        &t.samplesT.snrDb, &t.samplesT.phi})
-        bytes += static_cast<double>(v->capacity()) * sizeof(float);
-    bytes += static_cast<double>(t.argmaxShift.capacity());
+    forEachTrialField(t, [&](const char*, auto, const auto& field) {
+        using Field = std::decay_t<decltype(field)>;
+        if constexpr (!std::is_arithmetic_v<Field>) // an array: what it holds on the heap
+            bytes += static_cast<double>(field.capacity()) * sizeof(typename Field::value_type);
+    });
     return bytes;
 }
 

@@ -132,6 +132,135 @@ void finishCodebook(Codebook& cb)
         cb.thresholdsF[i] = static_cast<float>(cb.thresholds[i]);
 }
 
+/// The Lloyd map T on the positive half of a symmetric law (levels -> conditional means of their
+/// cells) and, for Newton, its tridiagonal Jacobian. Edges: e_0 = 0, e_i = (c_{i-1} + c_i)/2,
+/// e_half = support.
+class HalfLloydMap {
+public:
+    HalfLloydMap(const HalfLaw& law, std::size_t half)
+        : m_law(law), m_h(half), m_edges(half + 1), m_tail(half + 1), m_moment(half + 1), m_mapped(half), m_prob(half),
+          m_lower(half), m_diag(half), m_upper(half), m_rhs(half)
+    {
+    }
+
+    /// T at `levels`: the cells' edges, probabilities and first moments, and their conditional means.
+    void evaluate(const std::vector<double>& levels)
+    {
+        const std::size_t h = m_h;
+        m_edges[0] = 0.0;
+        for (std::size_t i = 1; i < h; ++i)
+            m_edges[i] = 0.5 * (levels[i - 1] + levels[i]);
+        m_edges[h] = m_law.support();
+        for (std::size_t i = 0; i <= h; ++i) {
+            m_tail[i] = m_law.upperTail(m_edges[i]);
+            m_moment[i] = m_law.firstMomentBeyond(m_edges[i]);
+        }
+        for (std::size_t i = 0; i < h; ++i) {
+            // Differences of upper tails: small cells far out keep full relative precision.
+            m_prob[i] = m_tail[i] - m_tail[i + 1];
+            const double m = m_moment[i] - m_moment[i + 1];
+            m_mapped[i] = m_prob[i] > 0.0 ? m / m_prob[i] : 0.5 * (m_edges[i] + std::min(m_edges[i + 1], m_edges[i] + 1.0));
+        }
+    }
+
+    /// max |T(c)_i - c_i| at the levels last evaluated.
+    double maxMove(const std::vector<double>& levels) const
+    {
+        double move = 0.0;
+        for (std::size_t i = 0; i < m_h; ++i)
+            move = std::max(move, std::abs(m_mapped[i] - levels[i]));
+        return move;
+    }
+
+    /// Newton's step on c = T(c) from `c` (last evaluated) into `trial`; false when the step leaves
+    /// the levels unordered, outside the support or not finite. A level only sees its two edges:
+    /// dT_i/de_i = f(e_i)(T_i - e_i)/P_i, dT_i/de_{i+1} = f(e_{i+1})(e_{i+1} - T_i)/P_i.
+    bool newtonStep(const std::vector<double>& c, std::vector<double>& trial)
+    {
+        const std::size_t h = m_h;
+        for (std::size_t i = 0; i < h; ++i) {
+            const double dLow = i > 0 && m_prob[i] > 0.0 ? m_law.density(m_edges[i]) * (m_mapped[i] - m_edges[i]) / m_prob[i] : 0.0;
+            const double dHigh = i + 1 < h && m_prob[i] > 0.0
+                ? m_law.density(m_edges[i + 1]) * (m_edges[i + 1] - m_mapped[i]) / m_prob[i] : 0.0;
+            // Row i of J = I - dT/dc, with de_i/dc_{i-1} = de_i/dc_i = 1/2.
+            m_lower[i] = -0.5 * dLow;
+            m_diag[i] = 1.0 - 0.5 * dLow - 0.5 * dHigh;
+            m_upper[i] = -0.5 * dHigh;
+            m_rhs[i] = m_mapped[i] - c[i];
+        }
+        // Thomas algorithm for J delta = T(c) - c.
+        for (std::size_t i = 1; i < h; ++i) {
+            const double w = m_lower[i] / m_diag[i - 1];
+            m_diag[i] -= w * m_upper[i - 1];
+            m_rhs[i] -= w * m_rhs[i - 1];
+        }
+        m_rhs[h - 1] /= m_diag[h - 1];
+        for (std::size_t i = h - 1; i-- > 0;)
+            m_rhs[i] = (m_rhs[i] - m_upper[i] * m_rhs[i + 1]) / m_diag[i];
+        bool ordered = true;
+        for (std::size_t i = 0; i < h; ++i) {
+            trial[i] = c[i] + m_rhs[i];
+            ordered = ordered && std::isfinite(trial[i]) && trial[i] > (i > 0 ? trial[i - 1] : 0.0)
+                      && trial[i] < m_law.support();
+        }
+        return ordered;
+    }
+
+    /// sum over the positive cells of 2 c E[t 1] - c^2 P at the levels last evaluated: E[t^2] less
+    /// twice this is the exact distortion (per cell E[(t - c)^2] = E[t^2 1] - 2 c E[t 1] + c^2 P).
+    double captured(const std::vector<double>& c) const
+    {
+        double captured = 0.0;
+        for (std::size_t i = 0; i < m_h; ++i)
+            captured += 2.0 * c[i] * (m_moment[i] - m_moment[i + 1]) - c[i] * c[i] * m_prob[i];
+        return captured;
+    }
+
+    const std::vector<double>& mapped() const { return m_mapped; }
+
+private:
+    const HalfLaw& m_law;
+    std::size_t m_h;
+    std::vector<double> m_edges, m_tail, m_moment, m_mapped, m_prob;
+    std::vector<double> m_lower, m_diag, m_upper, m_rhs; ///< Newton's tridiagonal system
+};
+
+/// Iterates the positive levels `c` to the fixed point of T. Plain Lloyd converges linearly with a
+/// rate near 1 for many levels (256 levels took ~10^5 sweeps), so after a few sweeps Newton's method
+/// on c = T(c) finishes the job quadratically (its Jacobian is tridiagonal); a Newton step is taken
+/// only when it moves less than the Lloyd step would.
+void iterateHalf(HalfLloydMap& map, std::vector<double>& c, const LloydOptions& options, Codebook& cb)
+{
+    const std::size_t h = c.size();
+    std::vector<double> trial(h);
+    int iteration = 0;
+    bool converged = false;
+    map.evaluate(c);
+    double move = map.maxMove(c);
+    while (iteration < options.maxIterations && !(converged = move < options.tolerance)) {
+        ++iteration;
+        bool newtonTaken = false;
+        if (iteration > 8 && h > 1 && map.newtonStep(c, trial)) {
+            map.evaluate(trial);
+            const double trialMove = map.maxMove(trial);
+            if (trialMove < move) {
+                c.swap(trial);
+                move = trialMove;
+                newtonTaken = true;
+            } else {
+                map.evaluate(c); // restore T(c) for the Lloyd step below
+            }
+        }
+        if (!newtonTaken) {
+            c = map.mapped();
+            map.evaluate(c);
+            move = map.maxMove(c);
+        }
+    }
+    cb.iterations = iteration;
+    cb.converged = converged;
+}
+
 /// Lloyd-Max on a symmetric law: only the L/2 positive levels are iterated (the middle
 /// threshold is 0 by symmetry), then mirrored.
 Codebook designSymmetric(const HalfLaw& law, CodebookLaw kind, int dim, int bits, const LloydOptions& options)
@@ -149,92 +278,8 @@ Codebook designSymmetric(const HalfLaw& law, CodebookLaw kind, int dim, int bits
     std::vector<double> c(static_cast<std::size_t>(half));
     for (int i = 0; i < half; ++i)
         c[static_cast<std::size_t>(i)] = law.quantile((half + i + 0.5) / levels);
-
-    // One evaluation of the Lloyd map T (levels -> conditional means of their cells) and,
-    // for Newton, its tridiagonal Jacobian. Edges: e_0 = 0, e_i = (c_{i-1} + c_i)/2, e_half = support.
-    const auto h = static_cast<std::size_t>(half);
-    std::vector<double> edges(h + 1), tail(h + 1), moment(h + 1), mapped(h), prob(h);
-    auto evaluate = [&](const std::vector<double>& levelsNow) {
-        edges[0] = 0.0;
-        for (std::size_t i = 1; i < h; ++i)
-            edges[i] = 0.5 * (levelsNow[i - 1] + levelsNow[i]);
-        edges[h] = law.support();
-        for (std::size_t i = 0; i <= h; ++i) {
-            tail[i] = law.upperTail(edges[i]);
-            moment[i] = law.firstMomentBeyond(edges[i]);
-        }
-        for (std::size_t i = 0; i < h; ++i) {
-            // Differences of upper tails: small cells far out keep full relative precision.
-            prob[i] = tail[i] - tail[i + 1];
-            const double m = moment[i] - moment[i + 1];
-            mapped[i] = prob[i] > 0.0 ? m / prob[i] : 0.5 * (edges[i] + std::min(edges[i + 1], edges[i] + 1.0));
-        }
-    };
-    auto maxMoveOf = [&](const std::vector<double>& levelsNow) {
-        double move = 0.0;
-        for (std::size_t i = 0; i < h; ++i)
-            move = std::max(move, std::abs(mapped[i] - levelsNow[i]));
-        return move;
-    };
-
-    // Plain Lloyd converges linearly with a rate near 1 for many levels (256 levels took
-    // ~10^5 sweeps), so after a few sweeps Newton's method on c = T(c) finishes the job
-    // quadratically; its Jacobian is tridiagonal because a level only sees its two edges:
-    // dT_i/de_i = f(e_i)(T_i - e_i)/P_i, dT_i/de_{i+1} = f(e_{i+1})(e_{i+1} - T_i)/P_i.
-    std::vector<double> lower(h), diag(h), upper(h), rhs(h), trial(h);
-    int iteration = 0;
-    bool converged = false;
-    evaluate(c);
-    double move = maxMoveOf(c);
-    while (iteration < options.maxIterations && !(converged = move < options.tolerance)) {
-        ++iteration;
-        bool newtonTaken = false;
-        if (iteration > 8 && h > 1) {
-            for (std::size_t i = 0; i < h; ++i) {
-                const double dLow = i > 0 && prob[i] > 0.0 ? law.density(edges[i]) * (mapped[i] - edges[i]) / prob[i] : 0.0;
-                const double dHigh = i + 1 < h && prob[i] > 0.0
-                    ? law.density(edges[i + 1]) * (edges[i + 1] - mapped[i]) / prob[i] : 0.0;
-                // Row i of J = I - dT/dc, with de_i/dc_{i-1} = de_i/dc_i = 1/2.
-                lower[i] = -0.5 * dLow;
-                diag[i] = 1.0 - 0.5 * dLow - 0.5 * dHigh;
-                upper[i] = -0.5 * dHigh;
-                rhs[i] = mapped[i] - c[i];
-            }
-            // Thomas algorithm for J delta = T(c) - c.
-            for (std::size_t i = 1; i < h; ++i) {
-                const double w = lower[i] / diag[i - 1];
-                diag[i] -= w * upper[i - 1];
-                rhs[i] -= w * rhs[i - 1];
-            }
-            rhs[h - 1] /= diag[h - 1];
-            for (std::size_t i = h - 1; i-- > 0;)
-                rhs[i] = (rhs[i] - upper[i] * rhs[i + 1]) / diag[i];
-            bool ordered = true;
-            for (std::size_t i = 0; i < h; ++i) {
-                trial[i] = c[i] + rhs[i];
-                ordered = ordered && std::isfinite(trial[i]) && trial[i] > (i > 0 ? trial[i - 1] : 0.0)
-                          && trial[i] < law.support();
-            }
-            if (ordered) {
-                evaluate(trial);
-                const double trialMove = maxMoveOf(trial);
-                if (trialMove < move) {
-                    c.swap(trial);
-                    move = trialMove;
-                    newtonTaken = true;
-                } else {
-                    evaluate(c); // restore T(c) for the Lloyd step below
-                }
-            }
-        }
-        if (!newtonTaken) {
-            c = mapped;
-            evaluate(c);
-            move = maxMoveOf(c);
-        }
-    }
-    cb.iterations = iteration;
-    cb.converged = converged;
+    HalfLloydMap map(law, static_cast<std::size_t>(half));
+    iterateHalf(map, c, options, cb);
 
     cb.levels.resize(static_cast<std::size_t>(levels));
     for (int i = 0; i < half; ++i) {
@@ -245,13 +290,9 @@ Codebook designSymmetric(const HalfLaw& law, CodebookLaw kind, int dim, int bits
     for (int i = 0; i + 1 < levels; ++i)
         cb.thresholds[static_cast<std::size_t>(i)] =
             0.5 * (cb.levels[static_cast<std::size_t>(i)] + cb.levels[static_cast<std::size_t>(i + 1)]);
-    // Exact distortion at the final levels: per cell E[(t - c)^2] = E[t^2 1] - 2 c E[t 1] + c^2 P,
-    // so mse = E[t^2] - sum over cells (2 c m - c^2 p), twice the positive half.
-    evaluate(c);
-    double captured = 0.0;
-    for (std::size_t i = 0; i < h; ++i)
-        captured += 2.0 * c[i] * (moment[i] - moment[i + 1]) - c[i] * c[i] * prob[i];
-    cb.mse = law.variance() - 2.0 * captured; // both halves
+    // Exact distortion at the final levels, twice the positive half.
+    map.evaluate(c);
+    cb.mse = law.variance() - 2.0 * map.captured(c);
     finishCodebook(cb);
     return cb;
 }

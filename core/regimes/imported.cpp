@@ -395,7 +395,9 @@ std::vector<ImportSource> importSources(const RegimeParams& params)
 
 void resolveImportPaths(const std::string& regime, RegimeParams& params, const std::string& baseDirectory)
 {
-    if (regime != "imported" && regime != "model")
+    // Only regimes that read their data from files have file fields to resolve.
+    const Regime* reads = findRegime(regime);
+    if (!reads || !reads->seedIndependent())
         return;
     for (const char* key : {"file", "k", "v", "q"}) {
         auto it = params.find(key);

@@ -24,7 +24,8 @@ struct ImportSource {
 std::vector<ImportSource> importSources(const RegimeParams& params);
 
 /// Makes the regime's file fields absolute: a relative path is taken relative to `baseDirectory`
-/// when it exists there, else relative to the working directory. No-op for other regimes.
+/// when it exists there, else relative to the working directory. No-op for regimes that read no
+/// files (not seedIndependent).
 void resolveImportPaths(const std::string& regime, RegimeParams& params, const std::string& baseDirectory);
 
 /// Which [rows x d] slice of a tensor the regime selects: the index of every leading dimension

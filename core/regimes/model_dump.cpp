@@ -296,6 +296,7 @@ public:
     }
 
     bool seedIndependent() const override { return true; }
+    bool hasModelCells() const override { return true; }
 
     double inputBytes(const RegimeParams& params, const DataShape& shape) const override
     {

@@ -83,6 +83,11 @@ public:
     /// reads it once per grid point for the whole run and hashes its bytes into the run's identity.
     virtual bool seedIndependent() const { return false; }
 
+    /// True when the data are a transformer's (layer, head) cells, read from a model dump: the
+    /// parameters name the cell (`layer`, `head`), a spec may give `layers` and `heads` as grid axes,
+    /// allocation files are checked against the dump's layers, and a run over it is mapped by cell.
+    virtual bool hasModelCells() const { return false; }
+
     /// Bytes the regime reads from outside before the first draw (imported slices as float32), for
     /// the memory estimate; `params` from normalize(). Default: none.
     virtual double inputBytes(const RegimeParams& params, const DataShape& shape) const

@@ -188,20 +188,11 @@ void decide(Claim& claim)
 
 namespace support {
 
-
-int schemeIndex(const ResultSet& rs, std::string_view name)
-{
-    for (std::size_t i = 0; i < rs.schemes.size(); ++i)
-        if (rs.schemes[i].name == name)
-            return static_cast<int>(i);
-    return -1;
-}
-
 /// The first of `names` the run has (KQV and TQ-KQV are one scheme under two papers' names).
 int anyScheme(const ResultSet& rs, std::initializer_list<std::string_view> names)
 {
     for (std::string_view n : names)
-        if (int i = schemeIndex(rs, n); i >= 0)
+        if (int i = rs.schemeIndex(n); i >= 0)
             return i;
     return -1;
 }
@@ -580,7 +571,7 @@ Figure klByBudgetFigure(const ResultSet& rs, int point, const std::vector<std::s
     fig.yLabel = yLabel;
     fig.logY = true;
     for (const std::string& name : names) {
-        const int s = schemeIndex(rs, name);
+        const int s = rs.schemeIndex(name);
         if (s < 0)
             continue;
         Series series{name, {}, {}, {}, {}};

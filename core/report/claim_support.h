@@ -62,8 +62,6 @@ struct Contrast {
     stats::PValue queryP;                      ///< secondary: two-sided Mann-Whitney over the queries
 };
 
-int schemeIndex(const ResultSet& rs, std::string_view name);
-
 /// The first of `names` the run has (KQV and TQ-KQV are one scheme under two papers' names).
 int anyScheme(const ResultSet& rs, std::initializer_list<std::string_view> names);
 

@@ -62,7 +62,7 @@ Claim layerContrastClaim(const ResultSet& rs, const LayerContrastSpec& c, std::u
     claim.criterion = c.criterion;
     claim.runs = {rs.spec.name};
     const std::vector<ModelCell> cells = modelCells(rs);
-    const int lower = schemeIndex(rs, c.lower), higher = schemeIndex(rs, c.higher);
+    const int lower = rs.schemeIndex(c.lower), higher = rs.schemeIndex(c.higher);
     Table table;
     table.caption = c.tableCaption;
     table.header = {"layer", "n", "seeds", "median " + c.valueName + " " + c.lower, "median " + c.valueName + " " + c.higher,

@@ -134,7 +134,7 @@ Claim kqvBeatsQkqvClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
                       "The paper's p < 1e-23 counted every query as independent: "
                       "the query-level Mann-Whitney p and rank-biserial r are tabulated beside it, secondary.";
     claim.runs = {rs.spec.name};
-    const int k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"}), kv = schemeIndex(rs, "KV");
+    const int k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"}), kv = rs.schemeIndex("KV");
     Table table;
     table.caption = "Per-query KL, KQV against QKQV and KV (" + runLabel(rs) + ")";
     table.header = {"setting", "n", "seeds", "queries", "median KL KQV", "median KL QKQV", "QKQV / KQV [95% CI]",
@@ -170,6 +170,89 @@ Claim kqvBeatsQkqvClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
     decide(claim);
     return claim;
 }
+
+namespace {
+
+/// The ratio of QKQV's mean KL over KQV's, bootstrapped over seeds (the unit: each resampled seed
+/// brings its queries): its 2.5% and 97.5% points, NaN without seeds.
+std::pair<double, double> meanRatioInterval(const Units& kqv, const Units& qkqv, std::uint64_t seed, int resamples)
+{
+    std::vector<double> ratios;
+    Rng rng(EngineKind::Pcg64, seed, Stream::Statistics);
+    const std::size_t seeds = std::min(kqv.byUnit.size(), qkqv.byUnit.size());
+    for (int r = 0; r < resamples && seeds > 0; ++r) {
+        double sa = 0.0, sb = 0.0;
+        for (std::size_t i = 0; i < seeds; ++i) {
+            const auto j = static_cast<std::size_t>(rng.below(seeds));
+            for (double v : kqv.byUnit[j])
+                sa += v;
+            for (double v : qkqv.byUnit[j])
+                sb += v;
+        }
+        ratios.push_back(sb / sa);
+    }
+    stats::sortTotal(ratios.begin(), ratios.end());
+    auto at = [&](double p) {
+        return ratios.empty() ? std::numeric_limits<double>::quiet_NaN()
+                              : ratios[static_cast<std::size_t>(p * static_cast<double>(ratios.size() - 1))];
+    };
+    return {at(0.025), at(0.975)};
+}
+
+/// Mean attention entropy over a cell's trials (nats).
+double cellEntropy(const std::vector<const TrialResult*>& c)
+{
+    double entropy = 0.0;
+    for (const TrialResult* t : c)
+        entropy += t->meanEntropy / static_cast<double>(c.size());
+    return entropy;
+}
+
+/// A3's table across regimes and sizes at budget `checked`: which settings reach 2.25, against the
+/// closed form. KQV's keys carry the n-bit distortion D_n; QKQV's carry D_{n-1} and the sketch's
+/// correction, whose score-error variance is about (pi/2) D_{n-1} at m = d. For small noise
+/// KL ~ Var(ds)/2, so the predicted KL ratio is (pi/2) D_{n-1}/D_n (D_b: relative distortion of the
+/// b-bit codebook). Each run tabulated is added to `runs`; `seed` counts up per resampling.
+Table acrossRegimesTable(const std::vector<const ResultSet*>& acrossRegimes, int checked, std::uint64_t seed,
+                         int resamples, std::vector<std::string>& runs)
+{
+    Table across;
+    across.caption = "QKQV / KQV KL across regimes and sizes (n = " + std::to_string(checked) + ")";
+    across.header = {"run", "d", "seeds", "mean entropy H(p) (nats)", "mean-KL ratio [95% CI]",
+                     "median-KL ratio [95% CI]", "closed form (π/2)·D_{n−1}/D_n", "2.25 in an interval"};
+    std::uint64_t s = seed;
+    for (const ResultSet* run : acrossRegimes) {
+        if (!run)
+            continue;
+        const int kk = anyScheme(*run, {"KQV", "TQ-KQV"}), qq = anyScheme(*run, {"QKQV", "TQ-QKQV"});
+        const std::vector<int> bs = budgetsOf(*run);
+        if (kk < 0 || qq < 0 || std::find(bs.begin(), bs.end(), checked) == bs.end())
+            continue;
+        const int dim = static_cast<int>(paddedDimension(static_cast<std::size_t>(run->spec.d)));
+        const auto lower = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), checked - 1);
+        const auto upper = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), checked);
+        const double predicted = kPi / 2.0 * (lower->mse / lower->variance) / (upper->mse / upper->variance);
+        for (int point : keyPoints(*run)) {
+            const auto ck = cell(*run, point, kk, checked), cq = cell(*run, point, qq, checked);
+            const Units ua = units(*run, ck, &TrialResult::kl), ub = units(*run, cq, &TrialResult::kl);
+            const auto a = ua.pooled(), b = ub.pooled();
+            const Contrast c = contrast(ua, ub, ++s, resamples);
+            const double medianRatio = 1.0 / c.ratio;
+            const auto [meanLow, meanHigh] = meanRatioInterval(ua, ub, ++s, resamples);
+            const double meanRatio = mean(b) / mean(a);
+            const bool reaches = (meanLow <= 2.25 && 2.25 <= meanHigh) || (1.0 / c.high <= 2.25 && 2.25 <= 1.0 / c.low);
+            across.rows.push_back({settingLabel(*run, point), std::to_string(run->spec.d),
+                                   std::to_string(run->spec.seedCount), formatSig(cellEntropy(ck)),
+                                   ratioText(meanRatio, meanLow, meanHigh),
+                                   ratioText(medianRatio, 1.0 / c.high, 1.0 / c.low), formatSig(predicted),
+                                   reaches ? "yes" : "no"});
+        }
+        runs.push_back(run->spec.name);
+    }
+    return across;
+}
+
+} // namespace
 
 Claim klRatioClaim(const ResultSet& rs, std::uint64_t seed, int resamples, const std::vector<const ResultSet*>& acrossRegimes)
 {
@@ -212,10 +295,7 @@ Claim klRatioClaim(const ResultSet& rs, std::uint64_t seed, int resamples, const
             const Contrast c = contrast(units(rs, ck, &TrialResult::kl), units(rs, cell(rs, point, q, n), &TrialResult::kl),
                                         seed + 7 * static_cast<std::uint64_t>(point) + n, resamples);
             const double ratio = 1.0 / c.ratio, low = 1.0 / c.high, high = 1.0 / c.low;
-            double entropy = 0.0;
-            for (const TrialResult* t : ck)
-                entropy += t->meanEntropy / static_cast<double>(ck.size());
-            table.rows.push_back({formatSig(scale), formatSig(entropy), std::to_string(n), std::to_string(c.units),
+            table.rows.push_back({formatSig(scale), formatSig(cellEntropy(ck)), std::to_string(n), std::to_string(c.units),
                                   formatSig(c.medianA), formatSig(c.medianB), ratioText(ratio, low, high), formatP(c.p),
                                   formatP(c.queryP)});
             Series& s = lines[n];
@@ -240,69 +320,9 @@ Claim klRatioClaim(const ResultSet& rs, std::uint64_t seed, int resamples, const
     claim.tables.push_back(std::move(table));
     claim.figures.push_back(std::move(fig));
 
-    // Across regimes (tabulated, not checked): which settings reach 2.25, against the closed
-    // form. KQV's keys carry the n-bit distortion D_n; QKQV's carry D_{n-1} and the sketch's
-    // correction, whose score-error variance is about (pi/2) D_{n-1} at m = d. For small noise
-    // KL ~ Var(ds)/2, so the predicted KL ratio is (pi/2) D_{n-1}/D_n (D_b: relative distortion
-    // of the b-bit codebook).
-    if (!acrossRegimes.empty()) {
-        Table across;
-        across.caption = "QKQV / KQV KL across regimes and sizes (n = " + std::to_string(checked) + ")";
-        across.header = {"run", "d", "seeds", "mean entropy H(p) (nats)", "mean-KL ratio [95% CI]",
-                         "median-KL ratio [95% CI]", "closed form (π/2)·D_{n−1}/D_n", "2.25 in an interval"};
-        std::uint64_t s = seed + 500;
-        for (const ResultSet* run : acrossRegimes) {
-            if (!run)
-                continue;
-            const int kk = anyScheme(*run, {"KQV", "TQ-KQV"}), qq = anyScheme(*run, {"QKQV", "TQ-QKQV"});
-            const std::vector<int> bs = budgetsOf(*run);
-            if (kk < 0 || qq < 0 || std::find(bs.begin(), bs.end(), checked) == bs.end())
-                continue;
-            const int dim = static_cast<int>(paddedDimension(static_cast<std::size_t>(run->spec.d)));
-            const auto lower = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), checked - 1);
-            const auto upper = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), checked);
-            const double predicted = kPi / 2.0 * (lower->mse / lower->variance) / (upper->mse / upper->variance);
-            for (int point : keyPoints(*run)) {
-                const auto ck = cell(*run, point, kk, checked), cq = cell(*run, point, qq, checked);
-                const Units ua = units(*run, ck, &TrialResult::kl), ub = units(*run, cq, &TrialResult::kl);
-                const auto a = ua.pooled(), b = ub.pooled();
-                const Contrast c = contrast(ua, ub, ++s, resamples);
-                const double medianRatio = 1.0 / c.ratio;
-                // Mean ratio with a bootstrap over seeds, the unit (each resampled seed brings its queries).
-                std::vector<double> ratios;
-                Rng rng(EngineKind::Pcg64, ++s, Stream::Statistics);
-                const std::size_t seeds = std::min(ua.byUnit.size(), ub.byUnit.size());
-                for (int r = 0; r < resamples && seeds > 0; ++r) {
-                    double sa = 0.0, sb = 0.0;
-                    for (std::size_t i = 0; i < seeds; ++i) {
-                        const auto j = static_cast<std::size_t>(rng.below(seeds));
-                        for (double v : ua.byUnit[j])
-                            sa += v;
-                        for (double v : ub.byUnit[j])
-                            sb += v;
-                    }
-                    ratios.push_back(sb / sa);
-                }
-                stats::sortTotal(ratios.begin(), ratios.end());
-                auto at = [&](double p) {
-                    return ratios.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                          : ratios[static_cast<std::size_t>(p * static_cast<double>(ratios.size() - 1))];
-                };
-                const double meanRatio = mean(b) / mean(a);
-                double entropy = 0.0;
-                for (const TrialResult* t : ck)
-                    entropy += t->meanEntropy / static_cast<double>(ck.size());
-                const bool reaches = (at(0.025) <= 2.25 && 2.25 <= at(0.975)) || (1.0 / c.high <= 2.25 && 2.25 <= 1.0 / c.low);
-                across.rows.push_back({settingLabel(*run, point), std::to_string(run->spec.d),
-                                       std::to_string(run->spec.seedCount), formatSig(entropy),
-                                       ratioText(meanRatio, at(0.025), at(0.975)),
-                                       ratioText(medianRatio, 1.0 / c.high, 1.0 / c.low), formatSig(predicted),
-                                       reaches ? "yes" : "no"});
-            }
-            claim.runs.push_back(run->spec.name);
-        }
-        claim.tables.push_back(std::move(across));
-    }
+    // Across regimes (tabulated, not checked): which settings reach 2.25, against the closed form.
+    if (!acrossRegimes.empty())
+        claim.tables.push_back(acrossRegimesTable(acrossRegimes, checked, seed + 500, resamples, claim.runs));
     decide(claim);
     return claim;
 }
@@ -403,7 +423,7 @@ Claim heavyTailClaim(const ResultSet& rs)
                       "two seed intervals' ends) must lie on the claimed side of the bound to hold; one that straddles "
                       "it is borderline.";
     claim.runs = {rs.spec.name};
-    const int kv = schemeIndex(rs, "KV"), k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"});
+    const int kv = rs.schemeIndex("KV"), k = anyScheme(rs, {"KQV", "TQ-KQV"}), q = anyScheme(rs, {"QKQV", "TQ-QKQV"});
     std::vector<std::pair<double, int>> nus;
     for (int p = 0; p < rs.spec.pointCount(); ++p)
         nus.push_back({pointValue(rs, p, SweepParameter::Regime, "nu", 0.0), p});
@@ -500,13 +520,154 @@ double cellMean(const std::vector<const TrialResult*>& c, Get get)
     return c.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(c.size());
 }
 
-/// Mean attention entropy of a run's trials (nats).
-double runEntropy(const ResultSet& rs)
+} // namespace
+
+namespace {
+
+/// A6's premise, reported and not counted (it does not make the claim about KL any truer): the two
+/// runs' rotated key marginals have the same histogram. A table of the KS test and the histograms.
+void addLowRankPremise(Claim& claim, const MarginalHistogram* lrMarginal, const MarginalHistogram* htMarginal)
 {
-    double sum = 0.0;
-    for (const TrialResult& t : rs.trials)
-        sum += t.meanEntropy;
-    return rs.trials.empty() ? 0.0 : sum / static_cast<double>(rs.trials.size());
+    const stats::KsResult ks = stats::ksTwoSample(lrMarginal->sample, htMarginal->sample);
+    claim.tables.push_back({"Premise: same rotated marginal histogram (KS D ≤ 0.05)",
+                            {"KS D", "KS p", "raw excess kurtosis, low rank", "raw excess kurtosis, heavy tail",
+                             "premise holds"},
+                            {{formatSig(ks.d), formatP(ks.p), formatSig(lrMarginal->rawExcessKurtosis),
+                              formatSig(htMarginal->rawExcessKurtosis), ks.d <= 0.05 ? "yes" : "no"}}});
+    Figure hist;
+    hist.id = "a6_marginal_histograms";
+    hist.title = "Rotated key marginals: low rank vs heavy tail";
+    hist.xLabel = "√d · (H D k / ‖k‖) coordinate";
+    hist.yLabel = "density";
+    for (const MarginalHistogram* m : {lrMarginal, htMarginal}) {
+        Series s;
+        s.name = m->label;
+        s.steps = true;
+        for (std::size_t b = 0; b < m->density.size(); ++b) {
+            s.x.push_back(0.5 * (m->edges[b] + m->edges[b + 1]));
+            s.y.push_back(m->density[b]);
+        }
+        hist.series.push_back(std::move(s));
+    }
+    Series gauss;
+    gauss.name = "N(0, 1) (the d → ∞ limit of the Beta law)";
+    gauss.reference = true;
+    for (int i = 0; i <= 80; ++i) {
+        const double x = -4.0 + 0.1 * i;
+        gauss.x.push_back(x);
+        gauss.y.push_back(std::exp(-0.5 * x * x) / std::sqrt(2.0 * kPi));
+    }
+    hist.series.push_back(std::move(gauss));
+    hist.caption = "Histograms of every rotated, normalized key coordinate of the first seed; KS D = " +
+                   formatSig(ks.d) + ".";
+    claim.figures.push_back(std::move(hist));
+}
+
+/// What A6 builds over the constructions it checks: the table, the bars and their series.
+struct LowRankReport {
+    Table table;
+    Figure bars;
+    Series lrSeries, htSeries;
+    std::string headline;
+    std::uint64_t seed = 0x6a6; ///< one resampling seed per check, in check order
+};
+
+/// One construction of the low-rank regime (`lr`) against the heavy-tailed run, checked per scheme
+/// and budget; `several`: more than one construction is checked, so their names prefix the rows.
+void checkLowRankConstruction(Claim& claim, LowRankReport& report, const ResultSet& lr, const ResultSet& heavyTail,
+                              bool several)
+{
+    Table& table = report.table;
+    Figure& bars = report.bars;
+    const std::string basis = basisOf(lr);
+    const std::string prefix = several ? basis + " subspace: " : "";
+    for (int n : budgetsOf(lr)) {
+        for (std::size_t s = 0; s < lr.schemes.size(); ++s) {
+            const int h = heavyTail.schemeIndex(lr.schemes[s].name);
+            if (h < 0)
+                continue;
+            const auto lrCell = cell(lr, 0, static_cast<int>(s), n), htCell = cell(heavyTail, 0, h, n);
+            // A = heavy tail, B = low rank: the claim says A is lower.
+            const Contrast c = contrastRuns(units(heavyTail, htCell, &TrialResult::kl), units(lr, lrCell, &TrialResult::kl),
+                                            report.seed++, 400, stats::Location::Mean);
+            const double ratio = 1.0 / c.ratio, low = 1.0 / c.high, high = 1.0 / c.low;
+            const std::string name = prefix + lr.schemes[s].name;
+            claim.checks.push_back({name + ", n = " + std::to_string(n),
+                                    "mean KL ratio " + ratioText(ratio, low, high) + " (" + formatSig(std::log10(ratio), 2) +
+                                        " decades), " + pEquals(c.p) + " over " + std::to_string(lrCell.size()) + " + " +
+                                        std::to_string(htCell.size()) + " seeds",
+                                    false,
+                                    both(directional(c), bandOutcome(low, high, 100.0, std::numeric_limits<double>::infinity()))});
+            table.rows.push_back({name, std::to_string(n), std::to_string(lrCell.size()) + " + " + std::to_string(htCell.size()),
+                                  formatSig(c.medianB), formatSig(c.medianA), ratioText(ratio, low, high),
+                                  formatSig(std::log10(ratio), 2), formatP(c.p), formatP(c.queryP)});
+            const double x = static_cast<double>(bars.categories.size());
+            // Short labels: the construction, the scheme and the budget.
+            bars.categories.push_back((several ? basis + " " : std::string()) + lr.schemes[s].name + " n=" +
+                                      std::to_string(n));
+            pushInterval(report.lrSeries, x, queryMeanInterval(lrCell, &TrialResult::kl));
+            pushInterval(report.htSeries, x, queryMeanInterval(htCell, &TrialResult::kl));
+            report.headline += (report.headline.empty() ? "" : "; ") + name + " n=" + std::to_string(n) + ": ×" + formatSig(ratio);
+        }
+    }
+}
+
+/// Why the construction decides: a table of every construction against the heavy-tailed run, and
+/// the statement's explanation (with the tension it creates for A2 in the axis-aligned one).
+void addConstructionsTable(Claim& claim, const std::vector<const ResultSet*>& all, const ResultSet& lowRank,
+                           const ResultSet& heavyTail)
+{
+    // Why the construction decides: H D x for x on the first r axes mixes only the first r
+    // Sylvester columns, whose entries depend on the coordinate index mod r: the rotated key
+    // repeats with period r, its d/r copies carry the same quantization error, and the score
+    // error adds up coherently (up to d/r times the independent-error prediction).
+    Table constructionsTable;
+    constructionsTable.caption = "Constructions of the low-rank regime against the heavy-tailed run (n = " +
+                                 std::to_string(budgetsOf(lowRank).empty() ? 0 : budgetsOf(lowRank).back()) + ")";
+    constructionsTable.header = {"subspace basis", "scheme", "mean KL ratio vs heavy tail", "measured / predicted Var(ds)",
+                                 "φ_K low rank / heavy tail", "mean entropy low rank (nats)",
+                                 "mean entropy heavy tail (nats)"};
+    const double htEntropy = runMeanEntropy(heavyTail);
+    std::string axisTension;
+    for (const ResultSet* run : all) {
+        const int n = budgetsOf(*run).empty() ? 0 : budgetsOf(*run).back();
+        for (const char* name : {"KV", "KQV", "QKQV", "KQV-P"}) {
+            const int s = run->schemeIndex(name);
+            const int h = heavyTail.schemeIndex(std::string_view(name) == "KQV-P" ? "KQV" : name);
+            if (s < 0 || h < 0)
+                continue;
+            const auto lrCell = cell(*run, 0, s, n), htCell = cell(heavyTail, 0, h, n);
+            const double ratio = mean(pooled(lrCell, &TrialResult::kl)) / mean(pooled(htCell, &TrialResult::kl));
+            const double excess = cellMean(lrCell, [](const TrialResult& t) {
+                return t.scoreErrorVar / t.scoreErrorVarPredicted;
+            });
+            const double phi = cellMean(lrCell, [](const TrialResult& t) { return t.sixD.phiK; }) /
+                               cellMean(htCell, [](const TrialResult& t) { return t.sixD.phiK; });
+            constructionsTable.rows.push_back({basisOf(*run), name, formatSig(ratio), formatSig(excess), formatSig(phi),
+                                               formatSig(runMeanEntropy(*run)), formatSig(htEntropy)});
+        }
+        if (basisOf(*run) == "axis") {
+            const int kqv = run->schemeIndex("KQV"), qkqv = run->schemeIndex("QKQV");
+            if (kqv >= 0 && qkqv >= 0) {
+                const double a = mean(pooled(cell(*run, 0, kqv, n), &TrialResult::kl));
+                const double b = mean(pooled(cell(*run, 0, qkqv, n), &TrialResult::kl));
+                axisTension = " In the axis-aligned construction QKQV's mean KL is " + formatSig(b) + " against KQV's " +
+                              formatSig(a) + (b < a ? " (QKQV wins)" : " (KQV wins)") +
+                              ": the construction that shows A6 is one where A2's 'KQV wins everywhere' is tested "
+                              "too, and the two cannot both hold there unless KQV also wins in this row.";
+            }
+        }
+    }
+    claim.tables.push_back(std::move(constructionsTable));
+    claim.criterion += " Each construction of the low-rank regime (subspace basis haar, axis, random_axes) is checked "
+                       "by the same rule, so the verdict names the constructions that hold it. KQV-P is KQV with a "
+                       "seeded coordinate permutation before the WHT (rotation wht_permuted), on the same data.";
+    claim.statement += " Which construction shows it: a subspace on the first r coordinate axes is coherent with "
+                       "the Sylvester ordering of the Hadamard transform (the random signs do not change which "
+                       "Hadamard columns those axes map to), so every rotated key repeats with period r and its "
+                       "quantization errors add coherently; a Haar subspace is incoherent with it and cannot show "
+                       "the effect, r random axes only weakly, and a seeded coordinate permutation before the WHT "
+                       "removes it." + axisTension;
 }
 
 } // namespace
@@ -530,155 +691,114 @@ Claim lowRankClaim(const ResultSet& lowRank, const ResultSet& heavyTail, const M
                       "above 100; borderline when it straddles 100; contradicted below; not testable when the seeds "
                       "cannot reach p < 0.01 (4 and 4 seeds give at best 0.029).";
     claim.runs = {lowRank.spec.name, heavyTail.spec.name};
-    if (lrMarginal && htMarginal) {
-        const stats::KsResult ks = stats::ksTwoSample(lrMarginal->sample, htMarginal->sample);
-        // The premise is reported, not counted: it does not make the claim about KL any truer.
-        claim.tables.push_back({"Premise: same rotated marginal histogram (KS D ≤ 0.05)",
-                                {"KS D", "KS p", "raw excess kurtosis, low rank", "raw excess kurtosis, heavy tail",
-                                 "premise holds"},
-                                {{formatSig(ks.d), formatP(ks.p), formatSig(lrMarginal->rawExcessKurtosis),
-                                  formatSig(htMarginal->rawExcessKurtosis), ks.d <= 0.05 ? "yes" : "no"}}});
-        Figure hist;
-        hist.id = "a6_marginal_histograms";
-        hist.title = "Rotated key marginals: low rank vs heavy tail";
-        hist.xLabel = "√d · (H D k / ‖k‖) coordinate";
-        hist.yLabel = "density";
-        for (const MarginalHistogram* m : {lrMarginal, htMarginal}) {
-            Series s;
-            s.name = m->label;
-            s.steps = true;
-            for (std::size_t b = 0; b < m->density.size(); ++b) {
-                s.x.push_back(0.5 * (m->edges[b] + m->edges[b + 1]));
-                s.y.push_back(m->density[b]);
-            }
-            hist.series.push_back(std::move(s));
-        }
-        Series gauss;
-        gauss.name = "N(0, 1) (the d → ∞ limit of the Beta law)";
-        gauss.reference = true;
-        for (int i = 0; i <= 80; ++i) {
-            const double x = -4.0 + 0.1 * i;
-            gauss.x.push_back(x);
-            gauss.y.push_back(std::exp(-0.5 * x * x) / std::sqrt(2.0 * kPi));
-        }
-        hist.series.push_back(std::move(gauss));
-        hist.caption = "Histograms of every rotated, normalized key coordinate of the first seed; KS D = " +
-                       formatSig(ks.d) + ".";
-        claim.figures.push_back(std::move(hist));
-    }
-    Table table;
+    if (lrMarginal && htMarginal)
+        addLowRankPremise(claim, lrMarginal, htMarginal);
+    LowRankReport report;
+    Table& table = report.table;
     table.caption = "Per-query KL, low rank against heavy tail";
     table.header = {"scheme", "n", "seeds", "mean KL low rank", "mean KL heavy tail", "ratio of means [95% CI]",
                     "decades", "p (seeds)", "query-level p (secondary)"};
-    Figure bars;
+    Figure& bars = report.bars;
     bars.id = "a6_kl_low_rank_vs_heavy_tail";
     bars.title = "Mean attention KL: low-rank vs heavy-tailed keys";
     bars.yLabel = "mean KL (nats)";
     bars.logY = true;
-    Series lrSeries{runLabel(lowRank), {}, {}, {}, {}, false}, htSeries{runLabel(heavyTail), {}, {}, {}, {}, false};
-    std::string headline;
-    std::uint64_t lowRankSeed = 0x6a6;
+    report.lrSeries = Series{runLabel(lowRank), {}, {}, {}, {}, false};
+    report.htSeries = Series{runLabel(heavyTail), {}, {}, {}, {}, false};
     std::vector<const ResultSet*> all{&lowRank};
     for (const ResultSet* rs : constructions)
         if (rs)
             all.push_back(rs);
-    for (const ResultSet* run : all) {
-        const ResultSet& lr = *run; // each construction in turn, checked the same way
-        const std::string basis = basisOf(lr);
-        const std::string prefix = all.size() > 1 ? basis + " subspace: " : "";
+    for (const ResultSet* run : all) { // each construction in turn, checked the same way
         if (run != all.front())
-            claim.runs.push_back(lr.spec.name);
-        for (int n : budgetsOf(lr)) {
-            for (std::size_t s = 0; s < lr.schemes.size(); ++s) {
-                const int h = schemeIndex(heavyTail, lr.schemes[s].name);
-                if (h < 0)
-                    continue;
-                const auto lrCell = cell(lr, 0, static_cast<int>(s), n), htCell = cell(heavyTail, 0, h, n);
-                // A = heavy tail, B = low rank: the claim says A is lower.
-                const Contrast c = contrastRuns(units(heavyTail, htCell, &TrialResult::kl), units(lr, lrCell, &TrialResult::kl),
-                                                lowRankSeed++, 400, stats::Location::Mean);
-                const double ratio = 1.0 / c.ratio, low = 1.0 / c.high, high = 1.0 / c.low;
-                const std::string name = prefix + lr.schemes[s].name;
-                claim.checks.push_back({name + ", n = " + std::to_string(n),
-                                        "mean KL ratio " + ratioText(ratio, low, high) + " (" + formatSig(std::log10(ratio), 2) +
-                                            " decades), " + pEquals(c.p) + " over " + std::to_string(lrCell.size()) + " + " +
-                                            std::to_string(htCell.size()) + " seeds",
-                                        false,
-                                        both(directional(c), bandOutcome(low, high, 100.0, std::numeric_limits<double>::infinity()))});
-                table.rows.push_back({name, std::to_string(n), std::to_string(lrCell.size()) + " + " + std::to_string(htCell.size()),
-                                      formatSig(c.medianB), formatSig(c.medianA), ratioText(ratio, low, high),
-                                      formatSig(std::log10(ratio), 2), formatP(c.p), formatP(c.queryP)});
-                const double x = static_cast<double>(bars.categories.size());
-                // Short labels: the construction, the scheme and the budget.
-                bars.categories.push_back((all.size() > 1 ? basis + " " : std::string()) + lr.schemes[s].name + " n=" +
-                                          std::to_string(n));
-                pushInterval(lrSeries, x, queryMeanInterval(lrCell, &TrialResult::kl));
-                pushInterval(htSeries, x, queryMeanInterval(htCell, &TrialResult::kl));
-                headline += (headline.empty() ? "" : "; ") + name + " n=" + std::to_string(n) + ": ×" + formatSig(ratio);
-            }
-        }
-    } // each construction
-    if (all.size() > 1) {
-        // Why the construction decides: H D x for x on the first r axes mixes only the first r
-        // Sylvester columns, whose entries depend on the coordinate index mod r: the rotated key
-        // repeats with period r, its d/r copies carry the same quantization error, and the score
-        // error adds up coherently (up to d/r times the independent-error prediction).
-        Table constructionsTable;
-        constructionsTable.caption = "Constructions of the low-rank regime against the heavy-tailed run (n = " +
-                                     std::to_string(budgetsOf(lowRank).empty() ? 0 : budgetsOf(lowRank).back()) + ")";
-        constructionsTable.header = {"subspace basis", "scheme", "mean KL ratio vs heavy tail", "measured / predicted Var(ds)",
-                                     "φ_K low rank / heavy tail", "mean entropy low rank (nats)",
-                                     "mean entropy heavy tail (nats)"};
-        const double htEntropy = runEntropy(heavyTail);
-        std::string axisTension;
-        for (const ResultSet* run : all) {
-            const int n = budgetsOf(*run).empty() ? 0 : budgetsOf(*run).back();
-            for (const char* name : {"KV", "KQV", "QKQV", "KQV-P"}) {
-                const int s = schemeIndex(*run, name);
-                const int h = schemeIndex(heavyTail, std::string_view(name) == "KQV-P" ? "KQV" : name);
-                if (s < 0 || h < 0)
-                    continue;
-                const auto lrCell = cell(*run, 0, s, n), htCell = cell(heavyTail, 0, h, n);
-                const double ratio = mean(pooled(lrCell, &TrialResult::kl)) / mean(pooled(htCell, &TrialResult::kl));
-                const double excess = cellMean(lrCell, [](const TrialResult& t) {
-                    return t.scoreErrorVar / t.scoreErrorVarPredicted;
-                });
-                const double phi = cellMean(lrCell, [](const TrialResult& t) { return t.sixD.phiK; }) /
-                                   cellMean(htCell, [](const TrialResult& t) { return t.sixD.phiK; });
-                constructionsTable.rows.push_back({basisOf(*run), name, formatSig(ratio), formatSig(excess), formatSig(phi),
-                                                   formatSig(runEntropy(*run)), formatSig(htEntropy)});
-            }
-            if (basisOf(*run) == "axis") {
-                const int kqv = schemeIndex(*run, "KQV"), qkqv = schemeIndex(*run, "QKQV");
-                if (kqv >= 0 && qkqv >= 0) {
-                    const double a = mean(pooled(cell(*run, 0, kqv, n), &TrialResult::kl));
-                    const double b = mean(pooled(cell(*run, 0, qkqv, n), &TrialResult::kl));
-                    axisTension = " In the axis-aligned construction QKQV's mean KL is " + formatSig(b) + " against KQV's " +
-                                  formatSig(a) + (b < a ? " (QKQV wins)" : " (KQV wins)") +
-                                  ": the construction that shows A6 is one where A2's 'KQV wins everywhere' is tested "
-                                  "too, and the two cannot both hold there unless KQV also wins in this row.";
-                }
-            }
-        }
-        claim.tables.push_back(std::move(constructionsTable));
-        claim.criterion += " Each construction of the low-rank regime (subspace basis haar, axis, random_axes) is checked "
-                           "by the same rule, so the verdict names the constructions that hold it. KQV-P is KQV with a "
-                           "seeded coordinate permutation before the WHT (rotation wht_permuted), on the same data.";
-        claim.statement += " Which construction shows it: a subspace on the first r coordinate axes is coherent with "
-                           "the Sylvester ordering of the Hadamard transform (the random signs do not change which "
-                           "Hadamard columns those axes map to), so every rotated key repeats with period r and its "
-                           "quantization errors add coherently; a Haar subspace is incoherent with it and cannot show "
-                           "the effect, r random axes only weakly, and a seeded coordinate permutation before the WHT "
-                           "removes it." + axisTension;
+            claim.runs.push_back(run->spec.name);
+        checkLowRankConstruction(claim, report, *run, heavyTail, all.size() > 1);
     }
-    bars.series = {lrSeries, htSeries};
+    if (all.size() > 1)
+        addConstructionsTable(claim, all, lowRank, heavyTail);
+    bars.series = {report.lrSeries, report.htSeries};
     bars.caption = "Means over queries, 95% intervals over seeds.";
-    claim.headline = "mean KL low rank / heavy tail: " + headline;
+    claim.headline = "mean KL low rank / heavy tail: " + report.headline;
     claim.tables.push_back(std::move(table));
     claim.figures.push_back(std::move(bars));
     decide(claim);
     return claim;
 }
+
+namespace {
+
+/// Why there is (or is not) a crossover. QKQV stores the (n-1)-bit residual r and adds the
+/// sketch's reconstruction; the key error left is f ||r||^2 with f = ((pi/2) dim - 1)/m for
+/// the unbiased Gaussian reconstruction (1.56 at m = dim: it adds 56% of the residual energy
+/// instead of removing any), (pi/2) dim/m - 1 for orthogonal rows, and f / (1 + f) with the
+/// MSE shrinkage. KQV's error is the n-bit distortion D_n, so QKQV wins only when
+/// f < D_n / D_{n-1}: the sketch must remove 1 - D_n / D_{n-1} (68-73%) of the residual.
+void explainCrossover(Claim& claim, const std::vector<const ResultSet*>& runs)
+{
+    for (const ResultSet* rs : runs) {
+        const int kqv = anyScheme(*rs, {"KQV", "TQ-KQV"});
+        if (kqv < 0)
+            continue;
+        std::vector<int> variants;
+        for (std::size_t s = 0; s < rs->schemes.size(); ++s) {
+            const PathConfig& k = rs->schemes[s].key;
+            if (k.has("qjl") && k.transforms.size() == 1 && k.transforms.front().kind == "wht")
+                variants.push_back(static_cast<int>(s));
+        }
+        if (variants.size() < 2)
+            continue; // the explanation table needs alternatives side by side (budget_crossover.json)
+        const int d = rs->spec.d;
+        const int dim = static_cast<int>(paddedDimension(static_cast<std::size_t>(d)));
+        Table why;
+        why.caption = "Residual energy left by the key sketch (" + runLabel(*rs) + ", dim = " + std::to_string(dim) +
+                      "): measured ‖k − k̂‖² / D_{n−1} against the closed form, and the fraction a crossover needs";
+        why.header = {"scheme", "n", "sketch", "reconstruction", "m", "bits/coord K", "left: closed form",
+                      "left: measured", "needed for a crossover (D_n / D_{n−1})", "mean ε KQV", "mean ε scheme",
+                      "beats KQV"};
+        for (int n : budgetsOf(*rs)) {
+            if (n < 2)
+                continue;
+            const auto lower = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), n - 1);
+            const auto upper = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), n);
+            const double dLower = lower->mse / lower->variance, dUpper = upper->mse / upper->variance;
+            const auto ck = cell(*rs, 0, kqv, n);
+            const double epsKqv = mean(pooledEpsK(ck));
+            for (int v : variants) {
+                const PathConfig& k = rs->schemes[static_cast<std::size_t>(v)].key;
+                if (k.bits.at(n) != n - 1)
+                    continue;
+                const CodecPart& qjl = *k.part("qjl");
+                const int m = qjl.integer("m") > 0 ? qjl.integer("m") : d;
+                const double f = QjlSketch::reconstructionError(m, dim, qjl.text("sketch") == "orthogonal");
+                const double closed = qjl.text("reconstruction") == "mse" ? f / (1.0 + f) : f;
+                const auto cv = cell(*rs, 0, v, n);
+                const double relMse = cellMean(cv, [](const TrialResult& t) { return t.relMseK; });
+                const double epsV = mean(pooledEpsK(cv));
+                why.rows.push_back({rs->schemes[static_cast<std::size_t>(v)].name, std::to_string(n),
+                                    qjl.text("sketch"), qjl.text("reconstruction"), std::to_string(m),
+                                    formatSig(cellMean(cv, [](const TrialResult& t) { return t.bits.key; })),
+                                    formatSig(closed), formatSig(relMse / dLower), formatSig(dUpper / dLower),
+                                    formatSig(epsKqv), formatSig(epsV), epsV < epsKqv ? "yes" : "no"});
+            }
+        }
+        claim.tables.push_back(std::move(why));
+        auto percent = [](double f) { return formatSig(100.0 * f, 2) + "%"; };
+        const double unbiased = QjlSketch::reconstructionError(d, dim, false);
+        const double tall = QjlSketch::reconstructionError(4 * d, dim, false);
+        claim.statement += " Why KVLens finds no crossover with the unbiased sketch: its reconstruction "
+                           "√(π/2)/m·‖r‖·Sᵀsign(Sr) leaves ((π/2)·dim − 1)/m = " + percent(unbiased) +
+                           " of the residual energy at m = d and dim = " + std::to_string(dim) +
+                           ", while beating the n-bit scalar needs it to leave D_n/D_{n−1} (27–32% for n = 2..4), "
+                           "i.e. to remove 68–73%. The closed forms of the alternatives measured side by side: the "
+                           "MSE-shrunk reconstruction leaves " + percent(unbiased / (1.0 + unbiased)) +
+                           ", an orthogonal sign sketch " + percent(QjlSketch::reconstructionError(d, dim, true)) +
+                           ", m = 4d " + percent(tall) + " and m = 4d with the shrinkage " +
+                           percent(tall / (1.0 + tall)) + " (at 3 more bits per coordinate).";
+        return; // the first run with the alternatives side by side
+    }
+}
+
+} // namespace
 
 Claim crossoverClaim(const std::vector<const ResultSet*>& runs)
 {
@@ -753,73 +873,7 @@ Claim crossoverClaim(const std::vector<const ResultSet*>& runs)
     claim.tables.push_back(std::move(table));
     claim.figures.push_back(std::move(fig));
 
-    // Why there is (or is not) a crossover. QKQV stores the (n-1)-bit residual r and adds the
-    // sketch's reconstruction; the key error left is f ||r||^2 with f = ((pi/2) dim - 1)/m for
-    // the unbiased Gaussian reconstruction (1.56 at m = dim: it adds 56% of the residual energy
-    // instead of removing any), (pi/2) dim/m - 1 for orthogonal rows, and f / (1 + f) with the
-    // MSE shrinkage. KQV's error is the n-bit distortion D_n, so QKQV wins only when
-    // f < D_n / D_{n-1}: the sketch must remove 1 - D_n / D_{n-1} (68-73%) of the residual.
-    for (const ResultSet* rs : runs) {
-        const int kqv = anyScheme(*rs, {"KQV", "TQ-KQV"});
-        if (kqv < 0)
-            continue;
-        std::vector<int> variants;
-        for (std::size_t s = 0; s < rs->schemes.size(); ++s) {
-            const PathConfig& k = rs->schemes[s].key;
-            if (k.has("qjl") && k.transforms.size() == 1 && k.transforms.front().kind == "wht")
-                variants.push_back(static_cast<int>(s));
-        }
-        if (variants.size() < 2)
-            continue; // the explanation table needs alternatives side by side (budget_crossover.json)
-        const int d = rs->spec.d;
-        const int dim = static_cast<int>(paddedDimension(static_cast<std::size_t>(d)));
-        Table why;
-        why.caption = "Residual energy left by the key sketch (" + runLabel(*rs) + ", dim = " + std::to_string(dim) +
-                      "): measured ‖k − k̂‖² / D_{n−1} against the closed form, and the fraction a crossover needs";
-        why.header = {"scheme", "n", "sketch", "reconstruction", "m", "bits/coord K", "left: closed form",
-                      "left: measured", "needed for a crossover (D_n / D_{n−1})", "mean ε KQV", "mean ε scheme",
-                      "beats KQV"};
-        for (int n : budgetsOf(*rs)) {
-            if (n < 2)
-                continue;
-            const auto lower = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), n - 1);
-            const auto upper = cachedCodebook(CodebookLaw::Beta, std::max(dim, 3), n);
-            const double dLower = lower->mse / lower->variance, dUpper = upper->mse / upper->variance;
-            const auto ck = cell(*rs, 0, kqv, n);
-            const double epsKqv = mean(pooledEpsK(ck));
-            for (int v : variants) {
-                const PathConfig& k = rs->schemes[static_cast<std::size_t>(v)].key;
-                if (k.bits.at(n) != n - 1)
-                    continue;
-                const CodecPart& qjl = *k.part("qjl");
-                const int m = qjl.integer("m") > 0 ? qjl.integer("m") : d;
-                const double f = QjlSketch::reconstructionError(m, dim, qjl.text("sketch") == "orthogonal");
-                const double closed = qjl.text("reconstruction") == "mse" ? f / (1.0 + f) : f;
-                const auto cv = cell(*rs, 0, v, n);
-                const double relMse = cellMean(cv, [](const TrialResult& t) { return t.relMseK; });
-                const double epsV = mean(pooledEpsK(cv));
-                why.rows.push_back({rs->schemes[static_cast<std::size_t>(v)].name, std::to_string(n),
-                                    qjl.text("sketch"), qjl.text("reconstruction"), std::to_string(m),
-                                    formatSig(cellMean(cv, [](const TrialResult& t) { return t.bits.key; })),
-                                    formatSig(closed), formatSig(relMse / dLower), formatSig(dUpper / dLower),
-                                    formatSig(epsKqv), formatSig(epsV), epsV < epsKqv ? "yes" : "no"});
-            }
-        }
-        claim.tables.push_back(std::move(why));
-        auto percent = [](double f) { return formatSig(100.0 * f, 2) + "%"; };
-        const double unbiased = QjlSketch::reconstructionError(d, dim, false);
-        const double tall = QjlSketch::reconstructionError(4 * d, dim, false);
-        claim.statement += " Why KVLens finds no crossover with the unbiased sketch: its reconstruction "
-                           "√(π/2)/m·‖r‖·Sᵀsign(Sr) leaves ((π/2)·dim − 1)/m = " + percent(unbiased) +
-                           " of the residual energy at m = d and dim = " + std::to_string(dim) +
-                           ", while beating the n-bit scalar needs it to leave D_n/D_{n−1} (27–32% for n = 2..4), "
-                           "i.e. to remove 68–73%. The closed forms of the alternatives measured side by side: the "
-                           "MSE-shrunk reconstruction leaves " + percent(unbiased / (1.0 + unbiased)) +
-                           ", an orthogonal sign sketch " + percent(QjlSketch::reconstructionError(d, dim, true)) +
-                           ", m = 4d " + percent(tall) + " and m = 4d with the shrinkage " +
-                           percent(tall / (1.0 + tall)) + " (at 3 more bits per coordinate).";
-        break;
-    }
+    explainCrossover(claim, runs);
     decide(claim);
     return claim;
 }

@@ -57,14 +57,14 @@ Claim sqVsTqClaim(const ResultSet* gaussian, const ResultSet* heavyTail, const R
         if (!rs)
             continue;
         claim.runs.push_back(rs->spec.name);
-        const int tq = schemeIndex(*rs, "TQ-KV"), sq = schemeIndex(*rs, "SQ-KV"), plain = schemeIndex(*rs, "Plain-KV");
+        const int tq = rs->schemeIndex("TQ-KV"), sq = rs->schemeIndex("SQ-KV"), plain = rs->schemeIndex("Plain-KV");
         for (int n : budgetsOf(*rs)) {
             std::vector<std::string> d2Row = {runLabel(*rs), std::to_string(n)}, klRow = d2Row;
             double best = 1e300;
             std::string bestName;
             std::map<std::string, double> medians;
             for (const std::string& name : names) {
-                const int i = schemeIndex(*rs, name);
+                const int i = rs->schemeIndex(name);
                 if (i < 0) {
                     d2Row.push_back("");
                     klRow.push_back("");
@@ -102,7 +102,7 @@ Claim sqVsTqClaim(const ResultSet* gaussian, const ResultSet* heavyTail, const R
                                             ", " + seedP(c),
                                         false, directional(c)});
             } else if (kind == 2 && n == 2 && plain >= 0) {
-                const int bestIndex = schemeIndex(*rs, bestName);
+                const int bestIndex = rs->schemeIndex(bestName);
                 const Contrast c = contrast(units(*rs, cell(*rs, 0, plain, n), &TrialResult::d2),
                                             units(*rs, cell(*rs, 0, bestIndex, n), &TrialResult::d2), ++s, resamples);
                 claim.checks.push_back({setting + ": Plain-KV competitive",
@@ -147,7 +147,7 @@ Claim waterFillingClaim(const std::vector<const ResultSet*>& runs, std::uint64_t
     Series ratios{"SQ-KV / SQU-KV", {}, {}, {}, {}, false};
     std::uint64_t s = seed;
     for (const ResultSet* rs : runs) {
-        const int wf = schemeIndex(*rs, "SQ-KV"), un = schemeIndex(*rs, "SQU-KV");
+        const int wf = rs->schemeIndex("SQ-KV"), un = rs->schemeIndex("SQU-KV");
         if (wf < 0 || un < 0)
             continue;
         claim.runs.push_back(rs->spec.name);

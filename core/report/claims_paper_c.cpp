@@ -48,8 +48,8 @@ Claim headqClaim(const ResultSet& rs, std::uint64_t seed, int resamples)
                       "KIVI's mean attention KL that HeadQ removes, inside one head; it is not the paper's share of "
                       "excess perplexity, which needs the model's output (the end-to-end section of the report).";
     claim.runs = {rs.spec.name};
-    const int kivi = schemeIndex(rs, "KIVI"), headq = schemeIndex(rs, "HeadQ"), wrong = schemeIndex(rs, "HeadQ-wrong-sign"),
-              random = schemeIndex(rs, "HeadQ-random-basis");
+    const int kivi = rs.schemeIndex("KIVI"), headq = rs.schemeIndex("HeadQ"), wrong = rs.schemeIndex("HeadQ-wrong-sign"),
+              random = rs.schemeIndex("HeadQ-random-basis");
     Table table;
     table.caption = "Per-query KL (" + runLabel(rs) + ")";
     table.header = {"n", "seeds", "median KL KIVI", "HeadQ", "wrong sign", "random basis",

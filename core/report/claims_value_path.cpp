@@ -15,6 +15,7 @@
 #include "core/stats/spearman.h"
 #include "core/stats/wilcoxon.h"
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -43,8 +44,8 @@ std::vector<VpathCell> vpathCells(const std::vector<const ResultSet*>& runs, std
 {
     std::vector<VpathCell> cells;
     for (const ResultSet* rs : runs) {
-        const int v = anyScheme(*rs, {"TQ-KQV", "KQV"}), none = schemeIndex(*rs, "TQ-KV"),
-                  kq = schemeIndex(*rs, "TQ-QKV");
+        const int v = anyScheme(*rs, {"TQ-KQV", "KQV"}), none = rs->schemeIndex("TQ-KV"),
+                  kq = rs->schemeIndex("TQ-QKV");
         if (v < 0 || none < 0 || kq < 0)
             continue;
         for (int point = 0; point < rs->spec.pointCount(); ++point) {
@@ -114,6 +115,36 @@ int addVpathChecks(Claim& claim, const VpathCell& c, double direction)
     return holding;
 }
 
+/// A ratio AB1 or AB2 draws per cell: its series name and the cell's contrast.
+struct VpathRatio {
+    const char* name;
+    Contrast VpathCell::*contrast;
+};
+
+/// AB1/AB2's figure and checks: each cell's checks (addVpathChecks in `direction`) and, as bars, the
+/// two ratios with their intervals, against a line at 1. Returns how many checks hold.
+int addVpathRatios(Claim& claim, Figure& fig, const std::vector<VpathCell>& cells, double direction, VpathRatio first,
+                   VpathRatio second)
+{
+    const std::array<VpathRatio, 2> ratios{first, second};
+    std::array<Series, 2> series;
+    for (std::size_t i = 0; i < ratios.size(); ++i)
+        series[i] = Series{ratios[i].name, {}, {}, {}, {}, false};
+    int holding = 0;
+    for (const VpathCell& c : cells) {
+        holding += addVpathChecks(claim, c, direction);
+        const double xPos = static_cast<double>(fig.categories.size());
+        fig.categories.push_back(c.setting + " n=" + std::to_string(c.n));
+        for (std::size_t i = 0; i < ratios.size(); ++i) {
+            const Contrast& x = c.*ratios[i].contrast;
+            pushRatio(series[i], xPos, x.ratio, x.low, x.high);
+        }
+    }
+    if (!fig.categories.empty())
+        fig.series = {series[0], series[1], referenceLine("no difference", -0.5, fig.categories.size() - 0.5, 1.0)};
+    return holding;
+}
+
 Claim vpathPaperAClaim(const std::vector<const ResultSet*>& runs, std::uint64_t seed, int resamples)
 {
     Claim claim;
@@ -135,17 +166,7 @@ Claim vpathPaperAClaim(const std::vector<const ResultSet*>& runs, std::uint64_t 
     fig.title = "QJL on V vs none: output-error ratio TQ-KQV / TQ-KV";
     fig.yLabel = "median ratio TQ-KQV / TQ-KV";
     fig.logY = true;
-    Series phi{"φ_T", {}, {}, {}, {}, false}, d2{"d²", {}, {}, {}, {}, false};
-    int helpsCount = 0;
-    for (const VpathCell& c : cells) {
-        helpsCount += addVpathChecks(claim, c, +1.0);
-        const double xPos = static_cast<double>(fig.categories.size());
-        fig.categories.push_back(c.setting + " n=" + std::to_string(c.n));
-        pushRatio(phi, xPos, c.phiVsNone.ratio, c.phiVsNone.low, c.phiVsNone.high);
-        pushRatio(d2, xPos, c.d2VsNone.ratio, c.d2VsNone.low, c.d2VsNone.high);
-    }
-    if (!fig.categories.empty())
-        fig.series = {phi, d2, referenceLine("no difference", -0.5, fig.categories.size() - 0.5, 1.0)};
+    const int helpsCount = addVpathRatios(claim, fig, cells, +1.0, {"φ_T", &VpathCell::phiVsNone}, {"d²", &VpathCell::d2VsNone});
     fig.caption = "Below 1: QJL on V lowers the output error (paper A); above 1: it raises it (paper B). Paired "
                   "95% intervals of the ratio of medians resampling seeds.";
     claim.headline = "TQ-KQV has significantly lower output error than TQ-KV in " + std::to_string(helpsCount) +
@@ -174,17 +195,7 @@ Claim vpathPaperBClaim(const std::vector<const ResultSet*>& runs, std::uint64_t 
     fig.title = "QJL on V vs QJL on K: ratio TQ-KQV / TQ-QKV";
     fig.yLabel = "median ratio TQ-KQV / TQ-QKV";
     fig.logY = true;
-    Series kl{"KL", {}, {}, {}, {}, false}, d2{"d²", {}, {}, {}, {}, false};
-    int hurtsCount = 0;
-    for (const VpathCell& c : cells) {
-        hurtsCount += addVpathChecks(claim, c, -1.0);
-        const double xPos = static_cast<double>(fig.categories.size());
-        fig.categories.push_back(c.setting + " n=" + std::to_string(c.n));
-        pushRatio(kl, xPos, c.klVsK.ratio, c.klVsK.low, c.klVsK.high);
-        pushRatio(d2, xPos, c.d2VsK.ratio, c.d2VsK.low, c.d2VsK.high);
-    }
-    if (!fig.categories.empty())
-        fig.series = {kl, d2, referenceLine("no difference", -0.5, fig.categories.size() - 0.5, 1.0)};
+    const int hurtsCount = addVpathRatios(claim, fig, cells, -1.0, {"KL", &VpathCell::klVsK}, {"d²", &VpathCell::d2VsK});
     fig.caption = "Below 1: the QJL bit does less damage on V than on K (paper A's placement); above 1: on K is "
                   "better (paper B's). 95% intervals resampling seeds.";
     claim.headline = "TQ-KQV has significantly higher output error than TQ-KV in " + std::to_string(hurtsCount) +

@@ -161,9 +161,11 @@ std::string htmlEscape(std::string_view text)
     return html(text);
 }
 
-ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p)
+namespace {
+
+/// claims.csv (one row a claim) and checks.csv (one row a check).
+void writeClaimTables(const std::vector<Claim>& claimList, const ReportPage& p, ReportFiles& out)
 {
-    ReportFiles out;
     CsvWriter claimsCsv({"id", "paper", "title", "verdict", "checks", "holding", "headline", "depends_on", "criterion"});
     CsvWriter checksCsv({"claim", "setting", "measured", "holds", "outcome", "runs"});
     for (const Claim& c : claimList) {
@@ -178,8 +180,13 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
             checksCsv.endRow();
         }
     }
+    out.claimsCsv = claimsCsv.text();
+    out.checksCsv = checksCsv.text();
+}
 
-    std::string page;
+/// The page's head, the line on how it was made and how to read the verdicts.
+void appendIntroduction(std::string& page, const ReportPage& p)
+{
     page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"viewport\" "
             "content=\"width=device-width, initial-scale=1\">\n<title>KVLens reproduction report</title>\n<style>";
     page += kStyle;
@@ -204,6 +211,11 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
             "unit is the seed: the queries of one seed share its draw of the data and of the rotation and sketch, so "
             "p-values come from exact tests over seeds (with k seeds no p is below 2/2^k), and intervals resample "
             "seeds (and, for the fixed queries of a model, queries). Directional tests use α = 0.01, two-sided.</p>\n";
+}
+
+/// One row per claim: its verdict, the checks holding and the headline.
+void appendSummary(std::string& page, const std::vector<Claim>& claimList)
+{
     page += "<h2>Summary</h2>\n<div class=\"scroll\"><table><tr><th>claim</th><th>paper</th><th>what</th><th>verdict</th>"
             "<th>checks holding</th><th>measured</th></tr>\n";
     for (const Claim& c : claimList) {
@@ -215,44 +227,52 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
     }
     page += "</table></div>\n";
 
-    for (const Claim& c : claimList) {
-        page += "<section class=\"claim\" id=\"" + html(c.id) + "\">\n<h2>" + html(c.id) + " — " + prose(c.title) +
-                "</h2>\n";
-        page += "<p><b>Verdict:</b> <span class=\"verdict " + verdictClass(c.verdict) + "\">" +
-                html(verdictText(c.verdict)) + "</span></p>\n";
-        page += "<p><b>Paper " + html(c.paper) + " claims:</b> " + prose(c.statement) + "</p>\n";
-        page += "<p><b>Criterion:</b> " + prose(c.criterion) + "</p>\n";
-        page += "<p><b>Measured:</b> " + prose(c.headline) + "</p>\n";
-        if (!c.dependsOn.empty())
-            page += "<p><b>Depends on the setting:</b> " + prose(c.dependsOn) + "</p>\n";
-        std::string runNames;
-        for (const std::string& r : c.runs)
-            runNames += (runNames.empty() ? "" : "; ") + r;
-        page += "<p class=\"meta\">Runs: " + html(runsText(p, c).empty() ? runNames : runsText(p, c)) + "</p>\n";
-        for (const Figure& f : c.figures) {
-            page += "<figure><img alt=\"" + html(plainSymbols(f.title)) + "\" src=\"data:image/svg+xml;base64," + svgOf(p, f.id) +
-                    "\">\n<figcaption><b>" + prose(f.title) + ".</b> " + prose(f.caption) + " Files: <a href=\"figures/" +
-                    html(f.id) + ".pdf\">PDF</a>, <a href=\"figures/" + html(f.id) + ".svg\">SVG</a>, <a href=\"figures/" +
-                    html(f.id) + ".csv\">CSV</a>.</figcaption></figure>\n";
-        }
-        // The raw tables fold under the claim (open on screen when short), the verdict and figures stay in view.
-        const auto fold = [](const std::string& summary, std::size_t rows, const std::string& body) {
-            return std::string(rows > kOpenRows ? "<details>" : "<details open>") + "<summary>" + summary + " ("
-                   + std::to_string(rows) + " rows)</summary>\n" + body + "</details>\n";
-        };
-        for (const Table& t : c.tables)
-            page += fold(prose(t.caption.empty() ? std::string("Table") : t.caption), t.rows.size(), tableHtml(t));
-        std::string checks = "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
-                             "<th>outcome</th></tr>\n";
-        for (const Check& k : c.checks)
-            checks += "<tr><td>" + prose(k.setting) + "</td><td>" + prose(k.measured) + "</td><td class=\"" +
-                      (k.holds ? "holds" : k.outcome == Outcome::Contradicted ? "fails" : "other") + "\">" +
-                      html(outcomeText(k.outcome)) + "</td></tr>\n";
-        checks += "</table></div>\n";
-        page += fold("Checks", c.checks.size(), checks);
-        page += "</section>\n";
-    }
+}
 
+/// A claim's section: verdict, statement, criterion, what was measured, its figures, and its tables
+/// and checks folded under it.
+void appendClaim(std::string& page, const Claim& c, const ReportPage& p)
+{
+    page += "<section class=\"claim\" id=\"" + html(c.id) + "\">\n<h2>" + html(c.id) + " — " + prose(c.title) +
+            "</h2>\n";
+    page += "<p><b>Verdict:</b> <span class=\"verdict " + verdictClass(c.verdict) + "\">" +
+            html(verdictText(c.verdict)) + "</span></p>\n";
+    page += "<p><b>Paper " + html(c.paper) + " claims:</b> " + prose(c.statement) + "</p>\n";
+    page += "<p><b>Criterion:</b> " + prose(c.criterion) + "</p>\n";
+    page += "<p><b>Measured:</b> " + prose(c.headline) + "</p>\n";
+    if (!c.dependsOn.empty())
+        page += "<p><b>Depends on the setting:</b> " + prose(c.dependsOn) + "</p>\n";
+    std::string runNames;
+    for (const std::string& r : c.runs)
+        runNames += (runNames.empty() ? "" : "; ") + r;
+    page += "<p class=\"meta\">Runs: " + html(runsText(p, c).empty() ? runNames : runsText(p, c)) + "</p>\n";
+    for (const Figure& f : c.figures) {
+        page += "<figure><img alt=\"" + html(plainSymbols(f.title)) + "\" src=\"data:image/svg+xml;base64," + svgOf(p, f.id) +
+                "\">\n<figcaption><b>" + prose(f.title) + ".</b> " + prose(f.caption) + " Files: <a href=\"figures/" +
+                html(f.id) + ".pdf\">PDF</a>, <a href=\"figures/" + html(f.id) + ".svg\">SVG</a>, <a href=\"figures/" +
+                html(f.id) + ".csv\">CSV</a>.</figcaption></figure>\n";
+    }
+    // The raw tables fold under the claim (open on screen when short), the verdict and figures stay in view.
+    const auto fold = [](const std::string& summary, std::size_t rows, const std::string& body) {
+        return std::string(rows > kOpenRows ? "<details>" : "<details open>") + "<summary>" + summary + " ("
+               + std::to_string(rows) + " rows)</summary>\n" + body + "</details>\n";
+    };
+    for (const Table& t : c.tables)
+        page += fold(prose(t.caption.empty() ? std::string("Table") : t.caption), t.rows.size(), tableHtml(t));
+    std::string checks = "<div class=\"scroll\"><table><caption>Checks</caption><tr><th>setting</th><th>measured</th>"
+                         "<th>outcome</th></tr>\n";
+    for (const Check& k : c.checks)
+        checks += "<tr><td>" + prose(k.setting) + "</td><td>" + prose(k.measured) + "</td><td class=\"" +
+                  (k.holds ? "holds" : k.outcome == Outcome::Contradicted ? "fails" : "other") + "\">" +
+                  html(outcomeText(k.outcome)) + "</td></tr>\n";
+    checks += "</table></div>\n";
+    page += fold("Checks", c.checks.size(), checks);
+    page += "</section>\n";
+}
+
+/// The runs behind the claims, one row a preset, and the links to the claim tables.
+void appendRuns(std::string& page, const ReportPage& p)
+{
     page += "<h2>Runs</h2>\n<div class=\"scroll\"><table><tr><th>preset</th><th>name</th><th>regime</th><th>d</th>"
             "<th>N</th><th>Q</th><th>seeds</th><th>grid points</th><th>schemes</th><th>budgets</th><th>trials</th>"
             "<th>run time (s)</th><th>used for</th><th>files</th></tr>\n";
@@ -273,9 +293,20 @@ ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p
     page += "</table></div>\n<p class=\"meta\">Tables of every claim: <a href=\"claims.csv\">claims.csv</a>, "
             "<a href=\"checks.csv\">checks.csv</a>. Backend: " +
             html(p.runs.empty() ? std::string() : p.runs.front().results->backend) + ".</p>\n</body></html>\n";
+}
 
-    out.claimsCsv = claimsCsv.text();
-    out.checksCsv = checksCsv.text();
+} // namespace
+
+ReportFiles reportFiles(const std::vector<Claim>& claimList, const ReportPage& p)
+{
+    ReportFiles out;
+    writeClaimTables(claimList, p, out);
+    std::string page;
+    appendIntroduction(page, p);
+    appendSummary(page, claimList);
+    for (const Claim& c : claimList)
+        appendClaim(page, c, p);
+    appendRuns(page, p);
     out.html = std::move(page);
     return out;
 }

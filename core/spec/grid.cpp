@@ -50,4 +50,12 @@ const std::vector<const TrialResult*>& TrialCells::atBudget(int point, int budge
     return at(point, budgetIndex(budget), scheme);
 }
 
+double meanBits(const std::vector<const TrialResult*>& trials)
+{
+    double sum = 0.0;
+    for (const TrialResult* t : trials)
+        sum += t->bits.total();
+    return trials.empty() ? 0.0 : sum / static_cast<double>(trials.size());
+}
+
 } // namespace kvlens

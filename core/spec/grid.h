@@ -95,4 +95,7 @@ private:
     std::vector<std::vector<const TrialResult*>> m_cells;
 };
 
+/// Mean total bits per coordinate (BitAccounting::total) over trials, such as a cell's; 0 for none.
+double meanBits(const std::vector<const TrialResult*>& trials);
+
 } // namespace kvlens

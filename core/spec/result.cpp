@@ -12,4 +12,12 @@ const TrialResult* ResultSet::find(int point, int scheme, int budget, int seedIn
     return nullptr;
 }
 
+int ResultSet::schemeIndex(std::string_view name) const
+{
+    for (std::size_t i = 0; i < schemes.size(); ++i)
+        if (schemes[i].name == name)
+            return static_cast<int>(i);
+    return -1;
+}
+
 } // namespace kvlens

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvlens {
@@ -80,6 +81,76 @@ struct TrialResult {
     TrialTimings timings;
 };
 
+/// Kinds of a trial's stored fields (forEachTrialField).
+struct TrialScalar {};   ///< one int, std::uint64_t, double or bool
+struct PerQuery {};      ///< a std::vector of float or std::uint8_t, spec.queries entries at most
+struct PerVector {};     ///< a std::vector<float> sample, min(metrics.sample_cap, max(tokens, queries)) at most
+struct WallClock {};     ///< a double in milliseconds: how long a stage took, not a number of the experiment
+
+/// Calls visit(name, kind, field) for every field of a TrialResult, in the order trials.bin stores
+/// them. trials.bin's writer and reader, the bound on a stored record and the trial cache's byte
+/// count all walk this list (so do the tests' trial comparisons): a new field is one line here.
+template <class Trial, class Visit>
+void forEachTrialField(Trial& t, Visit&& visit)
+{
+    visit("key.point", TrialScalar{}, t.key.point);
+    visit("key.scheme", TrialScalar{}, t.key.scheme);
+    visit("key.budget", TrialScalar{}, t.key.budget);
+    visit("key.seed_index", TrialScalar{}, t.key.seedIndex);
+    visit("key.seed", TrialScalar{}, t.key.seed);
+    visit("snr_k", TrialScalar{}, t.sixD.snrK);
+    visit("phi_k", TrialScalar{}, t.sixD.phiK);
+    visit("snr_v", TrialScalar{}, t.sixD.snrV);
+    visit("phi_v", TrialScalar{}, t.sixD.phiV);
+    visit("snr_t", TrialScalar{}, t.sixD.snrT);
+    visit("phi_t", TrialScalar{}, t.sixD.phiT);
+    visit("bits_k", TrialScalar{}, t.bits.key);
+    visit("bits_v", TrialScalar{}, t.bits.value);
+    visit("rel_mse_k", TrialScalar{}, t.relMseK);
+    visit("rel_mse_v", TrialScalar{}, t.relMseV);
+    visit("raw_mse_k", TrialScalar{}, t.rawMseK);
+    visit("score_err_mean", TrialScalar{}, t.scoreErrorMean);
+    visit("score_err_var", TrialScalar{}, t.scoreErrorVar);
+    visit("score_err_var_base", TrialScalar{}, t.scoreErrorVarBase);
+    visit("score_err_var_pred", TrialScalar{}, t.scoreErrorVarPredicted);
+    visit("log_mean_exp_score_err", TrialScalar{}, t.logMeanExpScoreError);
+    visit("entropy_mean", TrialScalar{}, t.meanEntropy);
+    visit("saturated_norms", TrialScalar{}, t.saturatedNorms);
+    visit("deff_k", TrialScalar{}, t.deffK.used);
+    visit("deff_pr_k", TrialScalar{}, t.deffK.participationRatio);
+    visit("deff_gap_k", TrialScalar{}, t.deffK.gapRule);
+    visit("deff_by_gap_k", TrialScalar{}, t.deffK.byGap);
+    visit("deff_v", TrialScalar{}, t.deffV.used);
+    visit("deff_pr_v", TrialScalar{}, t.deffV.participationRatio);
+    visit("deff_gap_v", TrialScalar{}, t.deffV.gapRule);
+    visit("deff_by_gap_v", TrialScalar{}, t.deffV.byGap);
+    visit("query.kl", PerQuery{}, t.kl);
+    visit("query.recall", PerQuery{}, t.recall);
+    visit("query.fisher", PerQuery{}, t.fisher);
+    visit("query.a2_value_error", PerQuery{}, t.a2);
+    visit("query.snr_t", PerQuery{}, t.snrT);
+    visit("query.phi_t", PerQuery{}, t.phiT);
+    visit("query.rel_mse_t", PerQuery{}, t.relMseT);
+    visit("query.d2", PerQuery{}, t.d2);
+    visit("query.argmax_shift", PerQuery{}, t.argmaxShift);
+    visit("samples_k.snr_db", PerVector{}, t.samplesK.snrDb);
+    visit("samples_k.phi", PerVector{}, t.samplesK.phi);
+    visit("samples_v.snr_db", PerVector{}, t.samplesV.snrDb);
+    visit("samples_v.phi", PerVector{}, t.samplesV.phi);
+    visit("samples_t.snr_db", PerVector{}, t.samplesT.snrDb);
+    visit("samples_t.phi", PerVector{}, t.samplesT.phi);
+    visit("ms_key_path", WallClock{}, t.timings.keyPath);
+    visit("ms_value_path", WallClock{}, t.timings.valuePath);
+    visit("ms_attention", WallClock{}, t.timings.attention);
+    visit("ms_metrics", WallClock{}, t.timings.metrics);
+}
+
+#if defined(__GLIBCXX__) && defined(__x86_64__)
+// A field added to TrialResult (or to a struct it holds) changes its size and stops the build here
+// until forEachTrialField lists it: trials.bin must stay lossless.
+static_assert(sizeof(TrialResult) == 608, "TrialResult changed: list the new field in forEachTrialField");
+#endif
+
 /// An immutable run result. Trials appear in walk order (point, budget, scheme, seed);
 /// a cancelled run holds the trials that finished.
 struct ResultSet {
@@ -108,6 +179,8 @@ struct ResultSet {
 
     /// The trial with this identity, or nullptr.
     const TrialResult* find(int point, int scheme, int budget, int seedIndex) const;
+    /// Index in `schemes` of the scheme called `name`, or -1.
+    int schemeIndex(std::string_view name) const;
 };
 
 } // namespace kvlens

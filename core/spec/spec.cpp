@@ -46,6 +46,12 @@ std::optional<AdvisorLoss> parseAdvisorLoss(std::string_view text)
     return std::nullopt;
 }
 
+bool ExperimentSpec::hasModelCells() const
+{
+    const Regime* r = findRegime(regime);
+    return r && r->hasModelCells();
+}
+
 int ExperimentSpec::calibrationRows() const
 {
     const bool needed = std::any_of(schemes.begin(), schemes.end(), [](const SchemeConfig& s) { return needsCalibration(s); });
@@ -217,6 +223,44 @@ std::string ExperimentSpec::pointLabel(int point) const
     return label;
 }
 
+void hashFieldValue(Fnv1a& h, const std::string& value)
+{
+    h.text(value);
+}
+
+void hashFieldValue(Fnv1a& h, int value)
+{
+    h.i64(value);
+}
+
+void hashFieldValue(Fnv1a& h, double value)
+{
+    h.f64(value);
+}
+
+void hashFieldValue(Fnv1a& h, EngineKind value)
+{
+    h.u64(static_cast<std::uint64_t>(value));
+}
+
+void hashFieldValue(Fnv1a& h, const std::variant<double, std::string>& value)
+{
+    h.u64(value.index());
+    if (const auto* d = std::get_if<double>(&value))
+        h.f64(*d);
+    else
+        h.text(std::get<std::string>(value));
+}
+
+void hashFieldValue(Fnv1a& h, const RegimeParams& params)
+{
+    h.u64(params.size());
+    for (const auto& [key, value] : params) { // a std::map: sorted by key
+        h.text(key);
+        hashFieldValue(h, value);
+    }
+}
+
 ExperimentSpec defaultSpec()
 {
     ExperimentSpec spec;
@@ -292,7 +336,7 @@ Result<RegimeParams> checkPoint(const ExperimentSpec& spec, InputCheck inputs, b
 /// is a layer of the dump, and it lists every layer of the dump.
 Status checkAllocationsFitDump(const ExperimentSpec& spec, InputCheck inputs)
 {
-    if (spec.regime != "model" || spec.schemeOrigins.allocations.empty() || inputs != InputCheck::Full)
+    if (!spec.hasModelCells() || spec.schemeOrigins.allocations.empty() || inputs != InputCheck::Full)
         return Ok{};
     auto dump = inspectModelDump(paramText(spec.regimeParams, "file"));
     if (!dump)
@@ -322,12 +366,11 @@ std::string ExperimentSpec::schemeField(int index) const
     return "schemes[" + std::to_string(index) + "]";
 }
 
-Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inputs)
+namespace {
+
+/// Text that reaches a terminal or spec.json: the name, the device, each scheme's name and description.
+Status checkSpecText(const ExperimentSpec& spec)
 {
-    using L = SpecLimits;
-    ExperimentSpec spec = given;
-    // Spec-wide fields first, once: an error in them is reported under their own name, never
-    // under the first sweep value that happened to reach them.
     if (auto text = checkText("name", spec.name); !text)
         return text.error();
     if (auto text = checkText("device", spec.device); !text)
@@ -339,11 +382,18 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         if (auto text = checkText(field + ".description", spec.schemes[i].description); !text)
             return text.error();
     }
+    return Ok{};
+}
+
+/// The spec-wide numbers: calibration rows, seeds (the last must not wrap past 2^64 - 1 to 0),
+/// the sample cap and the memory limit.
+Status checkRunSizes(const ExperimentSpec& spec)
+{
+    using L = SpecLimits;
     if (spec.calibrationTokens < 0 || spec.calibrationTokens > L::kMaxCalibration)
         return outOfRange("calibration_tokens", 0, L::kMaxCalibration, spec.calibrationTokens);
     if (spec.seedCount < 1 || spec.seedCount > L::kMaxSeeds)
         return outOfRange("seeds.count", 1, L::kMaxSeeds, spec.seedCount);
-    // Seeds are first, first + 1, ...: the last must not wrap past 2^64 - 1 to 0.
     if (spec.firstSeed > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(spec.seedCount - 1))
         return Error{"seeds.first", "with " + std::to_string(spec.seedCount) + " seeds must be at most "
                                         + std::to_string(std::numeric_limits<std::uint64_t>::max()
@@ -354,9 +404,15 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         return outOfRange("metrics.sample_cap", 0, L::kMaxSampleCap, spec.metrics.sampleCap);
     if (!std::isfinite(spec.memoryLimitMb) || spec.memoryLimitMb < 0.0)
         return Error{"memory_limit_mb", "must be >= 0 (0 means half of physical memory), got " + num(spec.memoryLimitMb)};
+    return Ok{};
+}
 
-    // The sweep's axes: known parameters, each once, values given, no value twice, a bounded grid.
-    // Axes are kept sorted by name (as JSON objects are), so the grid order is canonical.
+/// The sweep's axes: known parameters, each once, values given, no value twice, a bounded grid.
+/// Axes are sorted by name (as JSON objects are), so the grid order is canonical; a budget axis
+/// becomes the budget list (budget is already a trial dimension).
+Status normalizeSweep(ExperimentSpec& spec)
+{
+    using L = SpecLimits;
     std::sort(spec.sweep.begin(), spec.sweep.end(),
               [](const SweepAxis& a, const SweepAxis& b) { return a.name() < b.name(); });
     std::set<std::string> seenAxes;
@@ -378,21 +434,27 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         if (points > L::kMaxPoints)
             return Error{"sweep", "the grid has more than " + std::to_string(L::kMaxPoints) + " points"};
     }
-    // Budget is already a trial dimension: a swept budget is the budget list.
-    if (const auto it = std::find_if(spec.sweep.begin(), spec.sweep.end(),
-                                     [](const SweepAxis& a) { return a.parameter == SweepParameter::Budget; });
-        it != spec.sweep.end()) {
-        spec.budgets.clear();
-        for (std::size_t k = 0; k < it->values.size(); ++k) {
-            const double v = it->values[k];
-            if (v != std::floor(v) || v < L::kMinBudget || v > L::kMaxBudget)
-                return Error{"sweep.budget[" + std::to_string(k) + "]",
-                             "must be an integer in [" + std::to_string(L::kMinBudget) + ", "
-                                 + std::to_string(L::kMaxBudget) + "], got " + num(v)};
-            spec.budgets.push_back(static_cast<int>(v));
-        }
-        spec.sweep.erase(it);
+    const auto it = std::find_if(spec.sweep.begin(), spec.sweep.end(),
+                                 [](const SweepAxis& a) { return a.parameter == SweepParameter::Budget; });
+    if (it == spec.sweep.end())
+        return Ok{};
+    spec.budgets.clear();
+    for (std::size_t k = 0; k < it->values.size(); ++k) {
+        const double v = it->values[k];
+        if (v != std::floor(v) || v < L::kMinBudget || v > L::kMaxBudget)
+            return Error{"sweep.budget[" + std::to_string(k) + "]",
+                         "must be an integer in [" + std::to_string(L::kMinBudget) + ", "
+                             + std::to_string(L::kMaxBudget) + "], got " + num(v)};
+        spec.budgets.push_back(static_cast<int>(v));
     }
+    spec.sweep.erase(it);
+    return Ok{};
+}
+
+/// At least one budget, each in range and listed once.
+Status checkBudgets(const ExperimentSpec& spec)
+{
+    using L = SpecLimits;
     if (spec.budgets.empty())
         return Error{"budgets", "give at least one budget in [" + std::to_string(L::kMinBudget) + ", "
                                     + std::to_string(L::kMaxBudget) + "]"};
@@ -405,8 +467,14 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         if (!seenBudgets.insert(b).second)
             return Error{field, "budget " + std::to_string(b) + " is listed twice"};
     }
-    // The advisor's targets: an allocation of the widths run costs at least the narrowest budget
-    // (overheads only add), so a target below it can never be met; above fp16 nothing is saved.
+    return Ok{};
+}
+
+/// The advisor's targets: an allocation of the widths run costs at least the narrowest budget
+/// (overheads only add), so a target below it can never be met; above fp16 nothing is saved.
+Status checkAdvisor(const ExperimentSpec& spec)
+{
+    using L = SpecLimits;
     if (spec.advisor.bits.size() > static_cast<std::size_t>(L::kMaxAdvisorTargets))
         return Error{"advisor.bits", "give at most " + std::to_string(L::kMaxAdvisorTargets) + " targets, got "
                                          + std::to_string(spec.advisor.bits.size())};
@@ -423,6 +491,14 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
             if (spec.advisor.bits[k] == b)
                 return Error{field, num(b) + " is listed twice (first as advisor.bits[" + std::to_string(k) + "])"};
     }
+    return Ok{};
+}
+
+/// At least one scheme, each name once; the comparison pairs name two different schemes of the
+/// spec (listed when every pair of many schemes would be a quadratic table); resampling in range.
+Status checkSchemesAndComparisons(const ExperimentSpec& spec)
+{
+    using L = SpecLimits;
     if (spec.schemes.empty())
         return Error{"schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
     std::map<std::string, std::size_t> seenNames;
@@ -456,19 +532,13 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
         return outOfRange("comparisons.bootstrap", 0, L::kMaxResamples, spec.comparisons.bootstrap);
     if (spec.comparisons.permutations < 0 || spec.comparisons.permutations > L::kMaxResamples)
         return outOfRange("comparisons.permutations", 0, L::kMaxResamples, spec.comparisons.permutations);
+    return Ok{};
+}
 
-    // The base point, then every swept value on it: only what that value can change is checked again.
-    ExperimentSpec base = spec;
-    base.sweep.clear();
-    auto params = checkPoint(base, inputs, true);
-    if (!params)
-        return params.error();
-    spec.regimeParams = std::move(params).value();
-    // Every part's options present: equal compositions compare (and key caches) alike however written.
-    for (SchemeConfig& scheme : spec.schemes)
-        scheme = normalizedScheme(std::move(scheme));
-    if (auto fits = checkAllocationsFitDump(spec, inputs); !fits)
-        return fits.error();
+/// Every swept value on the base point: only what that value can change is checked again (the
+/// schemes against d only on a d axis); a regime axis must name a numeric parameter of the regime.
+Status checkSweepValues(const ExperimentSpec& spec, const ExperimentSpec& base, InputCheck inputs)
+{
     for (const SweepAxis& axis : spec.sweep) {
         for (std::size_t k = 0; k < axis.values.size(); ++k) {
             ExperimentSpec one = base;
@@ -490,6 +560,39 @@ Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inp
                 return Error{field, checked.error().field + " " + checked.error().message};
         }
     }
+    return Ok{};
+}
+
+} // namespace
+
+Result<ExperimentSpec> normalizeSpec(const ExperimentSpec& given, InputCheck inputs)
+{
+    ExperimentSpec spec = given;
+    // Spec-wide fields first, once: an error in them is reported under their own name, never
+    // under the first sweep value that happened to reach them.
+    for (auto phase : {checkSpecText, checkRunSizes})
+        if (auto ok = phase(spec); !ok)
+            return ok.error();
+    if (auto ok = normalizeSweep(spec); !ok)
+        return ok.error();
+    for (auto phase : {checkBudgets, checkAdvisor, checkSchemesAndComparisons})
+        if (auto ok = phase(spec); !ok)
+            return ok.error();
+
+    // The base point, then every swept value on it.
+    ExperimentSpec base = spec;
+    base.sweep.clear();
+    auto params = checkPoint(base, inputs, true);
+    if (!params)
+        return params.error();
+    spec.regimeParams = std::move(params).value();
+    // Every part's options present: equal compositions compare (and key caches) alike however written.
+    for (SchemeConfig& scheme : spec.schemes)
+        scheme = normalizedScheme(std::move(scheme));
+    if (auto fits = checkAllocationsFitDump(spec, inputs); !fits)
+        return fits.error();
+    if (auto ok = checkSweepValues(spec, base, inputs); !ok)
+        return ok.error();
     return spec;
 }
 

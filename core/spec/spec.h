@@ -2,6 +2,7 @@
 // ExperimentSpec: everything that defines a run, with validation that names the bad field.
 #pragma once
 
+#include "core/common/hash.h"
 #include "core/common/result.h"
 #include "core/quant/scheme.h"
 #include "core/regimes/regime.h"
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace kvlens {
@@ -160,22 +162,27 @@ struct ExperimentSpec {
     long long trialCount() const;
     /// How an error names scheme `index`: its origin in the spec file, else "schemes[index]".
     std::string schemeField(int index) const;
+    /// The regime's data are a model's (layer, head) cells (Regime::hasModelCells; false for an
+    /// unknown regime).
+    bool hasModelCells() const;
 };
 
-/// Roles of a spec field for a trial's identity (core/experiment/trial_cache.h).
+/// Roles of a spec field for a run's identities: the trial cache key (core/experiment/trial_cache.h)
+/// hashes the DefinesNumbers fields; the spec hash (specHash, core/experiment/shard.h) every field
+/// but the Neutral ones.
 struct DefinesNumbers {}; ///< changes what a trial computes
-struct ArrangesTrials {}; ///< changes only which trials run, or how they are named, compared or scheduled
+struct ArrangesTrials {}; ///< changes only which trials run, or how they are compared or advised on
+struct Neutral {};        ///< changes no result: how the run is named, where it computes, its memory limit
 
 /// Calls visit(name, role, field) for every field of an ExperimentSpec, in declaration order, role
-/// DefinesNumbers or ArrangesTrials. The trial cache key hashes the DefinesNumbers fields; the
-/// scheme list arranges trials (the key takes the trial's scheme itself) but also decides whether
-/// calibration rows are drawn, which the key adds. tst_experiment changes each field in turn and
-/// checks that the key follows exactly these roles, and fails when ExperimentSpec grows a field
-/// that is not listed here.
+/// DefinesNumbers, ArrangesTrials or Neutral. The scheme list arranges trials (the cache key takes the
+/// trial's scheme itself) but also decides whether calibration rows are drawn, which the key adds.
+/// tst_experiment changes each field in turn and checks that the cache key and the spec hash follow
+/// exactly these roles, and fails when ExperimentSpec grows a field that is not listed here.
 template <class Spec, class Visit>
 void forEachSpecField(Spec& s, Visit&& visit)
 {
-    visit("name", ArrangesTrials{}, s.name);
+    visit("name", Neutral{}, s.name);
     visit("regime", DefinesNumbers{}, s.regime);
     visit("regime_params", DefinesNumbers{}, s.regimeParams);
     visit("d", DefinesNumbers{}, s.d);
@@ -188,17 +195,28 @@ void forEachSpecField(Spec& s, Visit&& visit)
     visit("seeds.first", ArrangesTrials{}, s.firstSeed);
     visit("seeds.count", ArrangesTrials{}, s.seedCount);
     visit("rng", DefinesNumbers{}, s.engine);
-    visit("backend", ArrangesTrials{}, s.backend);
-    visit("fallback", ArrangesTrials{}, s.fallback);
-    visit("device", ArrangesTrials{}, s.device);
+    visit("backend", Neutral{}, s.backend); // the backend that ran is in the cache key and the manifest
+    visit("fallback", Neutral{}, s.fallback);
+    visit("device", Neutral{}, s.device);
     visit("metrics.top_k", DefinesNumbers{}, s.metrics.topK);
     visit("metrics.sample_cap", DefinesNumbers{}, s.metrics.sampleCap);
     visit("comparisons", ArrangesTrials{}, s.comparisons);
-    visit("memory_limit_mb", ArrangesTrials{}, s.memoryLimitMb);
+    visit("memory_limit_mb", Neutral{}, s.memoryLimitMb);
     visit("sweep", ArrangesTrials{}, s.sweep);
     visit("advisor", ArrangesTrials{}, s.advisor); // read after the trials: two runs differing here share them
-    visit("scheme_origins", ArrangesTrials{}, s.schemeOrigins);
+    visit("scheme_origins", Neutral{}, s.schemeOrigins);
 }
+
+/// Adds a DefinesNumbers field's value to a typed hash: text with its length, integers and the engine
+/// as 64 bits, reals by their bits, a parameter (or codec option) value as its alternative's index
+/// and value, a parameter map as its size and its entries in key order. The trial cache key and
+/// kvlens compare's check of what a grid point draws (core/analysis/run_compare.h) both hash with it.
+void hashFieldValue(Fnv1a& h, const std::string& value);
+void hashFieldValue(Fnv1a& h, int value);
+void hashFieldValue(Fnv1a& h, double value);
+void hashFieldValue(Fnv1a& h, EngineKind value);
+void hashFieldValue(Fnv1a& h, const std::variant<double, std::string>& value);
+void hashFieldValue(Fnv1a& h, const RegimeParams& params);
 
 /// The default experiment (issue #3): gaussian, d = 128, N = 1024, Q = 64, KV, KQV, QKQV,
 /// budgets 2, 3, 4, 8 seeds.

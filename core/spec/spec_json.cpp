@@ -84,6 +84,13 @@ int getInt(const json& v, const std::string& field, long long lo = std::numeric_
     throw FieldError{field, "must be an integer, got " + io::describeJson(v)};
 }
 
+/// object[key], when present, as an integer in [lo, hi] into `target`; errors name `field`.
+void readInt(const json& object, const char* key, const std::string& field, int& target, long long lo, long long hi)
+{
+    if (object.contains(key))
+        target = getInt(object[key], field, lo, hi);
+}
+
 double getNumber(const json& v, const std::string& field)
 {
     if (!v.is_number())
@@ -477,9 +484,218 @@ void addModelCells(ExperimentSpec& s, const std::vector<std::pair<std::string, j
     }
 }
 
+/// "regime": a name, or {"name": ..., parameters...}. A model's "layers" and "heads" are kept in
+/// `cells` (they become grid axes once the dump's path is resolved).
+void regimeFromJson(const json& j, ExperimentSpec& s, std::vector<std::pair<std::string, json>>& cells)
+{
+    const json& r = j["regime"];
+    if (r.is_string()) {
+        s.regime = r.get<std::string>();
+        return;
+    }
+    if (!r.is_object())
+        throw FieldError{"regime", "must be a regime name or an object {\"name\": ..., parameters...}"};
+    if (!r.contains("name"))
+        throw FieldError{"regime.name", "missing (known: " + regimeNames() + ")"};
+    s.regime = getString(r["name"], "regime.name");
+    const Regime* named = findRegime(s.regime);
+    const bool cellAxes = named && named->hasModelCells(); // "layers" and "heads" are grid axes
+    for (const auto& [key, value] : r.items()) {
+        if (key == "name")
+            continue;
+        if (cellAxes && (key == "layers" || key == "heads")) {
+            cells.emplace_back(key, value); // grid axes, once the file's path is resolved
+            continue;
+        }
+        if (value.is_number())
+            s.regimeParams[key] = value.get<double>();
+        else if (value.is_string())
+            s.regimeParams[key] = value.get<std::string>();
+        else if (value.is_boolean()) // a two-way choice ("standardize": true)
+            s.regimeParams[key] = std::string(value.get<bool>() ? "true" : "false");
+        else
+            throw FieldError{"regime." + key, "must be a number or a string, got " + io::describeJson(value)};
+    }
+}
+
+/// The sizes, each integer with its own allowed range (so `"d": 1e308` says d's range), N and Q
+/// as aliases of tokens and queries; the score scale.
+void sizesFromJson(const json& j, ExperimentSpec& s)
+{
+    using L = SpecLimits;
+    auto intField = [&](const char* key, const char* alias, int& target, int lo, int hi) {
+        if (j.contains(key) && alias && j.contains(alias))
+            throw FieldError{alias, std::string("give either \"") + key + "\" or \"" + alias + "\", not both"};
+        if (j.contains(key))
+            target = getInt(j[key], key, lo, hi);
+        else if (alias && j.contains(alias))
+            target = getInt(j[alias], alias, lo, hi);
+    };
+    intField("d", nullptr, s.d, L::kMinD, L::kMaxD);
+    intField("tokens", "N", s.tokens, L::kMinTokens, L::kMaxTokens);
+    intField("queries", "Q", s.queries, L::kMinQueries, L::kMaxQueries);
+    intField("calibration_tokens", nullptr, s.calibrationTokens, 0, L::kMaxCalibration);
+    if (j.contains("score_scale"))
+        s.scoreScale = getNumber(j["score_scale"], "score_scale");
+}
+
+/// "schemes": names, compositions, or {"allocation": FILE} entries expanded to their schemes (each
+/// remembered in schemeOrigins, so errors name the user's entry); absent: the default schemes.
+void schemesFromJson(const json& j, ExperimentSpec& s, const std::string& baseDirectory)
+{
+    if (!j.contains("schemes")) {
+        s.schemes = defaultSpec().schemes;
+        return;
+    }
+    const json& list = j["schemes"];
+    if (!list.is_array())
+        throw FieldError{"schemes", "must be an array of scheme names or scheme objects"};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string field = "schemes[" + std::to_string(i) + "]";
+        if (list[i].is_object() && list[i].contains("allocation")) {
+            ExperimentSpec::SchemeOrigins::Allocation read;
+            const auto expanded = allocationSchemesFromJson(list[i], field, baseDirectory, &read);
+            s.schemeOrigins.allocations.push_back(std::move(read));
+            for (const SchemeConfig& c : expanded) {
+                s.schemes.push_back(c);
+                // Errors about an expanded scheme name the user's entry, not the expanded index.
+                s.schemeOrigins.fields.push_back(
+                    field + " (" + io::quoteName(getString(list[i]["allocation"], field + ".allocation")) + ": "
+                    + c.name + ")");
+            }
+            continue;
+        }
+        s.schemes.push_back(schemeFromJson(list[i], field));
+        s.schemeOrigins.fields.push_back(field);
+    }
+}
+
+/// "budgets" and "seeds" {"first", "count"}.
+void budgetsAndSeedsFromJson(const json& j, ExperimentSpec& s)
+{
+    using L = SpecLimits;
+    if (j.contains("budgets")) {
+        const json& list = j["budgets"];
+        if (!list.is_array())
+            throw FieldError{"budgets", "must be an array of integers"};
+        s.budgets.clear();
+        for (std::size_t i = 0; i < list.size(); ++i)
+            s.budgets.push_back(getInt(list[i], "budgets[" + std::to_string(i) + "]", L::kMinBudget, L::kMaxBudget));
+    }
+    if (j.contains("seeds")) {
+        const json& seeds = j["seeds"];
+        checkKeys(seeds, "seeds", {"first", "count"});
+        if (seeds.contains("first")) {
+            if (!seeds["first"].is_number_unsigned() && !(seeds["first"].is_number_integer() && seeds["first"].get<long long>() >= 0))
+                throw FieldError{"seeds.first", "must be a non-negative integer, got " + io::describeJson(seeds["first"])};
+            s.firstSeed = seeds["first"].get<std::uint64_t>();
+        }
+        readInt(seeds, "count", "seeds.count", s.seedCount, 1, L::kMaxSeeds);
+    }
+}
+
+/// Where and how the run computes: "rng", "backend" (an exported "cpu (fallback: ...)" asks for the
+/// CPU: the run that wrote it fell back), "device", "metrics".
+void engineFromJson(const json& j, ExperimentSpec& s)
+{
+    using L = SpecLimits;
+    if (j.contains("rng"))
+        s.engine = getEnum<EngineKind>(j["rng"], "rng", engineFromName, "mt19937_64, pcg64");
+    if (j.contains("backend")) {
+        const auto parsed = parseBackendText(getString(j["backend"], "backend"));
+        if (!parsed)
+            throw FieldError{"backend", "must be one of cpu, opencl, auto, got " + io::describeJson(j["backend"])};
+        s.backend = parsed->kind;
+    }
+    if (j.contains("device")) {
+        const json& dev = j["device"];
+        s.device = dev.is_number_integer() ? std::to_string(dev.get<long long>()) : getString(dev, "device");
+    }
+    if (j.contains("metrics")) {
+        const json& m = j["metrics"];
+        checkKeys(m, "metrics", {"top_k", "sample_cap"});
+        readInt(m, "top_k", "metrics.top_k", s.metrics.topK, 1, L::kMaxTokens);
+        readInt(m, "sample_cap", "metrics.sample_cap", s.metrics.sampleCap, 0, L::kMaxSampleCap);
+    }
+}
+
+/// "comparisons": {"pairs": [[a, b], ...], "bootstrap", "permutations"}.
+void comparisonsFromJson(const json& c, ExperimentSpec& s)
+{
+    using L = SpecLimits;
+    checkKeys(c, "comparisons", {"pairs", "bootstrap", "permutations"});
+    if (c.contains("pairs")) {
+        const json& pairs = c["pairs"];
+        if (!pairs.is_array())
+            throw FieldError{"comparisons.pairs", "must be an array of [scheme, scheme] pairs"};
+        for (std::size_t i = 0; i < pairs.size(); ++i) {
+            const std::string field = "comparisons.pairs[" + std::to_string(i) + "]";
+            if (!pairs[i].is_array() || pairs[i].size() != 2)
+                throw FieldError{field, "must be a pair of scheme names, got " + io::describeJson(pairs[i])};
+            s.comparisons.pairs.emplace_back(getString(pairs[i][0], field + "[0]"), getString(pairs[i][1], field + "[1]"));
+        }
+    }
+    readInt(c, "bootstrap", "comparisons.bootstrap", s.comparisons.bootstrap, 0, L::kMaxResamples);
+    readInt(c, "permutations", "comparisons.permutations", s.comparisons.permutations, 0, L::kMaxResamples);
+}
+
+/// "advisor": {"bits": a number or a list, "objective", "loss"}; the ranges (against the budgets)
+/// are normalizeSpec's.
+void advisorFromJson(const json& a, ExperimentSpec& s)
+{
+    using L = SpecLimits;
+    checkKeys(a, "advisor", {"bits", "objective", "loss"});
+    if (a.contains("bits")) {
+        const json& bits = a["bits"];
+        if (bits.is_number()) {
+            s.advisor.bits.push_back(getNumber(bits, "advisor.bits"));
+        } else {
+            if (!bits.is_array() || bits.empty())
+                throw FieldError{"advisor.bits", "must be a number or a non-empty array of numbers (target average "
+                                                 "bits per coordinate), got " + io::describeJson(bits)};
+            if (bits.size() > static_cast<std::size_t>(L::kMaxAdvisorTargets))
+                throw FieldError{"advisor.bits", "give at most " + std::to_string(L::kMaxAdvisorTargets)
+                                                     + " targets, got " + std::to_string(bits.size())};
+            for (std::size_t i = 0; i < bits.size(); ++i)
+                s.advisor.bits.push_back(getNumber(bits[i], "advisor.bits[" + std::to_string(i) + "]"));
+        }
+    }
+    if (a.contains("objective"))
+        s.advisor.objective = getEnum(a["objective"], "advisor.objective", &parseAdvisorStatistic,
+                                      "\"mean\", \"median\", \"p99\" (of the per-query loss)");
+    if (a.contains("loss")) {
+        const std::string loss = getString(a["loss"], "advisor.loss");
+        if (loss == "kld_end_to_end")
+            throw FieldError{"advisor.loss", "\"kld_end_to_end\" is the model's output KLD, which only kvlens eval "
+                                             "measures (--reproduce advises on it); --batch advises on attention-level "
+                                             "losses: \"rel_mse_t\" or \"kl\""};
+        s.advisor.loss = getEnum(a["loss"], "advisor.loss", &parseAdvisorLoss,
+                                 "\"rel_mse_t\" (output relative error), \"kl\" (KL of the weights; blind to V)");
+    }
+}
+
+/// "sweep": {"parameter": [values...]} (N and Q as aliases of tokens and queries).
+void sweepFromJson(const json& sweep, ExperimentSpec& s)
+{
+    if (!sweep.is_object())
+        throw FieldError{"sweep", "must be an object {\"parameter\": [values...]}"};
+    for (const auto& [key, values] : sweep.items()) {
+        const std::string name = key == "N" ? "tokens" : key == "Q" ? "queries" : key;
+        const std::string field = "sweep." + name;
+        if (!values.is_array())
+            throw FieldError{field, "must be an array of numbers"};
+        auto named = SweepAxis::named(name);
+        if (!named)
+            throw FieldError{field, "cannot be swept (sweepable: regime.<parameter>, d, tokens, queries, score_scale, budget)"};
+        SweepAxis axis = std::move(*named);
+        for (std::size_t i = 0; i < values.size(); ++i)
+            axis.values.push_back(getNumber(values[i], field + "[" + std::to_string(i) + "]"));
+        s.sweep.push_back(std::move(axis));
+    }
+}
+
 ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
 {
-    std::vector<std::pair<std::string, json>> modelCells;
     checkKeys(j, "", {"kvlens_spec", "name", "regime", "d", "tokens", "N", "queries", "Q", "calibration_tokens",
                       "score_scale", "schemes", "budgets", "seeds", "rng", "backend", "device", "metrics",
                       "comparisons", "memory_limit_mb", "sweep", "advisor", "partial"});
@@ -498,187 +714,21 @@ ExperimentSpec fromJson(const json& j, const std::string& baseDirectory)
     }
     if (j.contains("name"))
         s.name = getString(j["name"], "name");
-    if (j.contains("regime")) {
-        const json& r = j["regime"];
-        if (r.is_string()) {
-            s.regime = r.get<std::string>();
-        } else {
-            if (!r.is_object())
-                throw FieldError{"regime", "must be a regime name or an object {\"name\": ..., parameters...}"};
-            if (!r.contains("name"))
-                throw FieldError{"regime.name", "missing (known: " + regimeNames() + ")"};
-            s.regime = getString(r["name"], "regime.name");
-            for (const auto& [key, value] : r.items()) {
-                if (key == "name")
-                    continue;
-                if (s.regime == "model" && (key == "layers" || key == "heads")) {
-                    modelCells.emplace_back(key, value); // grid axes, once the file's path is resolved
-                    continue;
-                }
-                if (value.is_number())
-                    s.regimeParams[key] = value.get<double>();
-                else if (value.is_string())
-                    s.regimeParams[key] = value.get<std::string>();
-                else if (value.is_boolean()) // a two-way choice ("standardize": true)
-                    s.regimeParams[key] = std::string(value.get<bool>() ? "true" : "false");
-                else
-                    throw FieldError{"regime." + key, "must be a number or a string, got " + io::describeJson(value)};
-            }
-        }
-    }
-    // Each integer field is read with its own allowed range, so `"d": 1e308` says d's range.
-    using L = SpecLimits;
-    auto intField = [&](const char* key, const char* alias, int& target, int lo, int hi) {
-        if (j.contains(key) && alias && j.contains(alias))
-            throw FieldError{alias, std::string("give either \"") + key + "\" or \"" + alias + "\", not both"};
-        if (j.contains(key))
-            target = getInt(j[key], key, lo, hi);
-        else if (alias && j.contains(alias))
-            target = getInt(j[alias], alias, lo, hi);
-    };
-    intField("d", nullptr, s.d, L::kMinD, L::kMaxD);
-    intField("tokens", "N", s.tokens, L::kMinTokens, L::kMaxTokens);
-    intField("queries", "Q", s.queries, L::kMinQueries, L::kMaxQueries);
-    intField("calibration_tokens", nullptr, s.calibrationTokens, 0, L::kMaxCalibration);
-    if (j.contains("score_scale"))
-        s.scoreScale = getNumber(j["score_scale"], "score_scale");
-    if (j.contains("schemes")) {
-        const json& list = j["schemes"];
-        if (!list.is_array())
-            throw FieldError{"schemes", "must be an array of scheme names or scheme objects"};
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            const std::string field = "schemes[" + std::to_string(i) + "]";
-            if (list[i].is_object() && list[i].contains("allocation")) {
-                ExperimentSpec::SchemeOrigins::Allocation read;
-                const auto expanded = allocationSchemesFromJson(list[i], field, baseDirectory, &read);
-                s.schemeOrigins.allocations.push_back(std::move(read));
-                for (const SchemeConfig& c : expanded) {
-                    s.schemes.push_back(c);
-                    // Errors about an expanded scheme name the user's entry, not the expanded index.
-                    s.schemeOrigins.fields.push_back(
-                        field + " (" + io::quoteName(getString(list[i]["allocation"], field + ".allocation")) + ": "
-                        + c.name + ")");
-                }
-                continue;
-            }
-            s.schemes.push_back(schemeFromJson(list[i], field));
-            s.schemeOrigins.fields.push_back(field);
-        }
-    } else {
-        s.schemes = defaultSpec().schemes;
-    }
-    if (j.contains("budgets")) {
-        const json& list = j["budgets"];
-        if (!list.is_array())
-            throw FieldError{"budgets", "must be an array of integers"};
-        s.budgets.clear();
-        for (std::size_t i = 0; i < list.size(); ++i)
-            s.budgets.push_back(getInt(list[i], "budgets[" + std::to_string(i) + "]", L::kMinBudget, L::kMaxBudget));
-    }
-    if (j.contains("seeds")) {
-        const json& seeds = j["seeds"];
-        checkKeys(seeds, "seeds", {"first", "count"});
-        if (seeds.contains("first")) {
-            if (!seeds["first"].is_number_unsigned() && !(seeds["first"].is_number_integer() && seeds["first"].get<long long>() >= 0))
-                throw FieldError{"seeds.first", "must be a non-negative integer, got " + io::describeJson(seeds["first"])};
-            s.firstSeed = seeds["first"].get<std::uint64_t>();
-        }
-        if (seeds.contains("count"))
-            s.seedCount = getInt(seeds["count"], "seeds.count", 1, L::kMaxSeeds);
-    }
-    if (j.contains("rng"))
-        s.engine = getEnum<EngineKind>(j["rng"], "rng", engineFromName, "mt19937_64, pcg64");
-    if (j.contains("backend")) {
-        // An exported "cpu (fallback: ...)" asks for the CPU: the run that wrote it fell back.
-        const auto parsed = parseBackendText(getString(j["backend"], "backend"));
-        if (!parsed)
-            throw FieldError{"backend", "must be one of cpu, opencl, auto, got " + io::describeJson(j["backend"])};
-        s.backend = parsed->kind;
-    }
-    if (j.contains("device")) {
-        const json& dev = j["device"];
-        s.device = dev.is_number_integer() ? std::to_string(dev.get<long long>()) : getString(dev, "device");
-    }
-    if (j.contains("metrics")) {
-        const json& m = j["metrics"];
-        checkKeys(m, "metrics", {"top_k", "sample_cap"});
-        if (m.contains("top_k"))
-            s.metrics.topK = getInt(m["top_k"], "metrics.top_k", 1, L::kMaxTokens);
-        if (m.contains("sample_cap"))
-            s.metrics.sampleCap = getInt(m["sample_cap"], "metrics.sample_cap", 0, L::kMaxSampleCap);
-    }
-    if (j.contains("comparisons")) {
-        const json& c = j["comparisons"];
-        checkKeys(c, "comparisons", {"pairs", "bootstrap", "permutations"});
-        if (c.contains("pairs")) {
-            const json& pairs = c["pairs"];
-            if (!pairs.is_array())
-                throw FieldError{"comparisons.pairs", "must be an array of [scheme, scheme] pairs"};
-            for (std::size_t i = 0; i < pairs.size(); ++i) {
-                const std::string field = "comparisons.pairs[" + std::to_string(i) + "]";
-                if (!pairs[i].is_array() || pairs[i].size() != 2)
-                    throw FieldError{field, "must be a pair of scheme names, got " + io::describeJson(pairs[i])};
-                s.comparisons.pairs.emplace_back(getString(pairs[i][0], field + "[0]"),
-                                                 getString(pairs[i][1], field + "[1]"));
-            }
-        }
-        if (c.contains("bootstrap"))
-            s.comparisons.bootstrap = getInt(c["bootstrap"], "comparisons.bootstrap", 0, L::kMaxResamples);
-        if (c.contains("permutations"))
-            s.comparisons.permutations = getInt(c["permutations"], "comparisons.permutations", 0, L::kMaxResamples);
-    }
+    std::vector<std::pair<std::string, json>> modelCells;
+    if (j.contains("regime"))
+        regimeFromJson(j, s, modelCells);
+    sizesFromJson(j, s);
+    schemesFromJson(j, s, baseDirectory);
+    budgetsAndSeedsFromJson(j, s);
+    engineFromJson(j, s);
+    if (j.contains("comparisons"))
+        comparisonsFromJson(j["comparisons"], s);
     if (j.contains("memory_limit_mb"))
         s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
-    if (j.contains("advisor")) {
-        const json& a = j["advisor"];
-        checkKeys(a, "advisor", {"bits", "objective", "loss"});
-        if (a.contains("bits")) {
-            // One number or a list; the ranges (against the budgets) are normalizeSpec's.
-            const json& bits = a["bits"];
-            if (bits.is_number()) {
-                s.advisor.bits.push_back(getNumber(bits, "advisor.bits"));
-            } else {
-                if (!bits.is_array() || bits.empty())
-                    throw FieldError{"advisor.bits", "must be a number or a non-empty array of numbers (target average "
-                                                     "bits per coordinate), got " + io::describeJson(bits)};
-                if (bits.size() > static_cast<std::size_t>(L::kMaxAdvisorTargets))
-                    throw FieldError{"advisor.bits", "give at most " + std::to_string(L::kMaxAdvisorTargets)
-                                                         + " targets, got " + std::to_string(bits.size())};
-                for (std::size_t i = 0; i < bits.size(); ++i)
-                    s.advisor.bits.push_back(getNumber(bits[i], "advisor.bits[" + std::to_string(i) + "]"));
-            }
-        }
-        if (a.contains("objective"))
-            s.advisor.objective = getEnum(a["objective"], "advisor.objective", &parseAdvisorStatistic,
-                                          "\"mean\", \"median\", \"p99\" (of the per-query loss)");
-        if (a.contains("loss")) {
-            const std::string loss = getString(a["loss"], "advisor.loss");
-            if (loss == "kld_end_to_end")
-                throw FieldError{"advisor.loss", "\"kld_end_to_end\" is the model's output KLD, which only kvlens eval "
-                                                 "measures (--reproduce advises on it); --batch advises on attention-level "
-                                                 "losses: \"rel_mse_t\" or \"kl\""};
-            s.advisor.loss = getEnum(a["loss"], "advisor.loss", &parseAdvisorLoss,
-                                     "\"rel_mse_t\" (output relative error), \"kl\" (KL of the weights; blind to V)");
-        }
-    }
-    if (j.contains("sweep")) {
-        const json& sweep = j["sweep"];
-        if (!sweep.is_object())
-            throw FieldError{"sweep", "must be an object {\"parameter\": [values...]}"};
-        for (const auto& [key, values] : sweep.items()) {
-            const std::string name = key == "N" ? "tokens" : key == "Q" ? "queries" : key;
-            const std::string field = "sweep." + name;
-            if (!values.is_array())
-                throw FieldError{field, "must be an array of numbers"};
-            auto named = SweepAxis::named(name);
-            if (!named)
-                throw FieldError{field, "cannot be swept (sweepable: regime.<parameter>, d, tokens, queries, score_scale, budget)"};
-            SweepAxis axis = std::move(*named);
-            for (std::size_t i = 0; i < values.size(); ++i)
-                axis.values.push_back(getNumber(values[i], field + "[" + std::to_string(i) + "]"));
-            s.sweep.push_back(std::move(axis));
-        }
-    }
+    if (j.contains("advisor"))
+        advisorFromJson(j["advisor"], s);
+    if (j.contains("sweep"))
+        sweepFromJson(j["sweep"], s);
     resolveImportPaths(s.regime, s.regimeParams, baseDirectory);
     addModelCells(s, modelCells);
     return s;

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cstdint>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace kvlens::test {
@@ -52,46 +53,29 @@ inline bool sameBits(double a, double b)
     return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
-/// The first field in which two trials differ, floats by their bits (NaN equals the same NaN),
-/// or an empty string; timings optional.
+/// The first field in which two trials differ (its forEachTrialField name), floats by their bits
+/// (NaN equals the same NaN), or an empty string; timings optional.
 inline QString trialDifference(const TrialResult& a, const TrialResult& b, bool timings)
 {
-    if (a.key.point != b.key.point || a.key.scheme != b.key.scheme || a.key.budget != b.key.budget
-        || a.key.seedIndex != b.key.seedIndex || a.key.seed != b.key.seed)
-        return QStringLiteral("key");
-    const auto sa = a.sixD.values(), sb = b.sixD.values();
-    for (std::size_t i = 0; i < sa.size(); ++i)
-        if (!sameBits(sa[i], sb[i]))
-            return QStringLiteral("sixD[%1]").arg(i);
-    const double da[] = {a.bits.key, a.bits.value, a.relMseK, a.relMseV, a.rawMseK, a.scoreErrorMean, a.scoreErrorVar,
-                         a.scoreErrorVarBase, a.scoreErrorVarPredicted, a.logMeanExpScoreError, a.meanEntropy,
-                         a.deffK.participationRatio, a.deffV.participationRatio};
-    const double db[] = {b.bits.key, b.bits.value, b.relMseK, b.relMseV, b.rawMseK, b.scoreErrorMean, b.scoreErrorVar,
-                         b.scoreErrorVarBase, b.scoreErrorVarPredicted, b.logMeanExpScoreError, b.meanEntropy,
-                         b.deffK.participationRatio, b.deffV.participationRatio};
-    for (std::size_t i = 0; i < std::size(da); ++i)
-        if (!sameBits(da[i], db[i]))
-            return QStringLiteral("scalar %1").arg(i);
-    if (a.saturatedNorms != b.saturatedNorms || a.deffK.used != b.deffK.used || a.deffK.gapRule != b.deffK.gapRule
-        || a.deffK.byGap != b.deffK.byGap || a.deffV.used != b.deffV.used || a.deffV.gapRule != b.deffV.gapRule
-        || a.deffV.byGap != b.deffV.byGap)
-        return QStringLiteral("integers");
-    const std::vector<float> TrialResult::*arrays[] = {&TrialResult::kl,  &TrialResult::recall, &TrialResult::fisher,
-                                                       &TrialResult::a2,  &TrialResult::snrT,   &TrialResult::phiT,
-                                                       &TrialResult::relMseT, &TrialResult::d2};
-    for (std::size_t i = 0; i < std::size(arrays); ++i)
-        if (!sameBits(a.*arrays[i], b.*arrays[i]))
-            return QStringLiteral("array %1").arg(i);
-    if (!sameBits(a.argmaxShift, b.argmaxShift))
-        return QStringLiteral("argmaxShift");
-    for (const auto site : {&TrialResult::samplesK, &TrialResult::samplesV, &TrialResult::samplesT})
-        if (!sameBits((a.*site).snrDb, (b.*site).snrDb) || !sameBits((a.*site).phi, (b.*site).phi))
-            return QStringLiteral("samples");
-    if (timings
-        && (!sameBits(a.timings.keyPath, b.timings.keyPath) || !sameBits(a.timings.valuePath, b.timings.valuePath)
-            || !sameBits(a.timings.attention, b.timings.attention) || !sameBits(a.timings.metrics, b.timings.metrics)))
-        return QStringLiteral("timings");
-    return {};
+    using Field = std::variant<const int*, const std::uint64_t*, const double*, const bool*, const std::vector<float>*,
+                               const std::vector<std::uint8_t>*>;
+    std::vector<Field> fieldsOfB;
+    forEachTrialField(b, [&](const char*, auto, const auto& field) { fieldsOfB.push_back(&field); });
+    QString first;
+    std::size_t at = 0;
+    forEachTrialField(a, [&](const char* name, auto kind, const auto& field) {
+        const auto& other = *std::get<const std::decay_t<decltype(field)>*>(fieldsOfB[at++]);
+        bool same = false;
+        if constexpr (std::is_same_v<std::decay_t<decltype(field)>, double>)
+            same = sameBits(field, other);
+        else if constexpr (std::is_arithmetic_v<std::decay_t<decltype(field)>>)
+            same = field == other;
+        else
+            same = sameBits(field, other);
+        if (first.isEmpty() && !same && (timings || !std::is_same_v<decltype(kind), WallClock>))
+            first = QString::fromLatin1(name);
+    });
+    return first;
 }
 
 } // namespace kvlens::test

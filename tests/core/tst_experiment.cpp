@@ -5,6 +5,7 @@
 #include "core/analysis/summary.h"
 #include "common/approx.h"
 #include "common/trials.h"
+#include "core/experiment/shard.h"
 #include "core/experiment/trial_cache.h"
 #include "core/quant/codec_parts.h"
 
@@ -291,8 +292,10 @@ private slots:
     void cacheKeysFollowWhatDefinesTheNumbers()
     {
         // The key comes from the data model: every field of the spec, changed alone, changes the key
-        // exactly when forEachSpecField says it defines the numbers. A field added to ExperimentSpec
-        // (its size changes) must be listed there with its role, or this test fails.
+        // exactly when forEachSpecField says it defines the numbers, and the spec hash exactly when
+        // it is not Neutral (so a field spec.json does not write cannot be left out of the hash
+        // unnoticed). A field added to ExperimentSpec (its size changes) must be listed there with
+        // its role, or this test fails.
         // 424: the advisor's options (issue 31) joined as an ArrangesTrials field.
         static_assert(sizeof(ExperimentSpec) == 424, "ExperimentSpec changed: list the field in forEachSpecField");
         const ExperimentSpec spec = makeSpec(R"({"d": 16, "tokens": 32, "queries": 4, "schemes": ["KV", "KQV"]})");
@@ -302,6 +305,7 @@ private slots:
             return trialCacheKey(s, data, scheme, budget, seed, backend);
         };
         const std::uint64_t k0 = key(spec, kqv);
+        const std::uint64_t h0 = specHash(spec);
         struct Change {
             void operator()(std::string& v) const { v += "x"; }
             void operator()(int& v) const { v += 1; }
@@ -342,6 +346,9 @@ private slots:
             const bool defines = std::is_same_v<decltype(role), DefinesNumbers>;
             QVERIFY2((key(edited, kqv) != k0) == defines, qPrintable(QStringLiteral("%1 %2 the key")
                                                                           .arg(name, defines ? "must change" : "must not change")));
+            const bool neutral = std::is_same_v<decltype(role), Neutral>;
+            QVERIFY2((specHash(edited) != h0) == !neutral,
+                     qPrintable(QStringLiteral("%1 %2 the spec hash").arg(name, neutral ? "must not change" : "must change")));
         });
         QCOMPARE(fields, 23);
         // The trial's own coordinates change it; the scheme's name does not (its composition does).

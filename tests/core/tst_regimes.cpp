@@ -63,6 +63,26 @@ private slots:
         QVERIFY(regimeNames().find("low_rank") != std::string::npos);
     }
 
+    void modelCellsAreACapability()
+    {
+        // Code asks a regime whether its data are a model's (layer, head) cells instead of testing
+        // its name: such a regime reads a dump (seed-independent) and names the cell in its parameters.
+        int withCells = 0;
+        for (const Regime* r : allRegimes()) {
+            if (!r->hasModelCells())
+                continue;
+            ++withCells;
+            QVERIFY2(r->seedIndependent(), r->name().data());
+            for (const char* key : {"layer", "head"})
+                QVERIFY2(std::any_of(r->params().begin(), r->params().end(), [&](const ParamDesc& p) { return p.key == key; }),
+                         key);
+        }
+        QCOMPARE(withCells, 1);
+        QVERIFY(findRegime("model")->hasModelCells());
+        QVERIFY(!findRegime("imported")->hasModelCells()); // seed-independent, but one tensor, no cells
+        QVERIFY(!findRegime("gaussian")->hasModelCells());
+    }
+
     void everyRegimeIsDeterministicAndShaped()
     {
         const DataShape shape{32, 200, 20, 50};

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 using namespace kvlens;
 using test::makeSpec;
@@ -290,6 +292,74 @@ private slots:
         const auto empty = decodeTrials(encodeTrials(7, {}, {}));
         QVERIFY(empty.ok());
         QVERIFY(empty->trials.empty());
+    }
+
+    void everyTrialFieldRoundTripsExactly()
+    {
+        // forEachTrialField is the one list trials.bin writes and reads. Every field it names gets a
+        // value of its own (distinct bits; NaN with a payload, -0; arrays at their longest), goes
+        // through the file and comes back bit for bit. (A field missing from the list stops the build
+        // at the size check beside it in core/spec/result.h.)
+        const ExperimentSpec spec = makeSpec(R"({"d": 16, "tokens": 40, "queries": 6, "metrics": {"sample_cap": 5}})");
+        TrialResult t;
+        int fields = 0;
+        forEachTrialField(t, [&](const char*, auto kind, auto& field) {
+            using Field = std::decay_t<decltype(field)>;
+            const int n = ++fields;
+            if constexpr (std::is_same_v<Field, bool>) {
+                field = true;
+            } else if constexpr (std::is_same_v<Field, int>) {
+                field = -1000 * n - 7;
+            } else if constexpr (std::is_same_v<Field, std::uint64_t>) {
+                field = 0xfedcba9876543210ULL + static_cast<std::uint64_t>(n);
+            } else if constexpr (std::is_same_v<Field, double>) {
+                field = n % 7 == 0 ? std::bit_cast<double>(0x7ff8000000000000ULL | static_cast<std::uint64_t>(n))
+                                   : (n % 2 ? -1.0 : 1.0) * std::ldexp(1.0 + n, -3 * n);
+            } else {
+                // spec.queries entries per query, sample_cap per vector: the longest a record holds.
+                field.resize(std::is_same_v<decltype(kind), PerQuery> ? 6 : 5);
+                for (std::size_t i = 0; i < field.size(); ++i) {
+                    if constexpr (std::is_same_v<typename Field::value_type, float>)
+                        field[i] = i == 0 ? -0.0f
+                                   : i == 1 ? std::bit_cast<float>(0x7fc00000u | static_cast<std::uint32_t>(n))
+                                            : std::bit_cast<float>(0x3f800000u + 97u * static_cast<std::uint32_t>(n)
+                                                                   + static_cast<std::uint32_t>(i));
+                    else
+                        field[i] = static_cast<std::uint8_t>(7 * n + static_cast<int>(i));
+                }
+            }
+        });
+        QCOMPARE(fields, 50);
+
+        const std::string bytes = encodeTrials(1, {t}, {42});
+        // The record by hand: id 8; key 4 x i32 + u64 = 24; 6 + 2 + 9 doubles = 136; saturated norms 4;
+        // two effective dimensions of i32 + f64 + i32 + u8 = 34; 8 float arrays of 6 (8 + 24 each) = 256;
+        // argmax shifts 8 + 6 = 14; 6 samples of 5 floats (8 + 20 each) = 168; timings 32: 676 bytes.
+        constexpr std::size_t kRecord = 8 + 24 + 136 + 4 + 34 + 256 + 14 + 168 + 32;
+        QCOMPARE(bytes.size(), 28 + kRecord + 8);
+        QCOMPARE(maxTrialRecordBytes(spec), static_cast<double>(kRecord)); // the bound is this longest record
+        std::int32_t point = 0;
+        std::memcpy(&point, bytes.data() + 28 + 8, 4); // the first field after the id, little-endian
+        QCOMPARE(point, -1007);
+        std::uint64_t lastTiming = 0;
+        std::memcpy(&lastTiming, bytes.data() + bytes.size() - 16, 8);
+        QCOMPARE(lastTiming, std::bit_cast<std::uint64_t>(t.timings.metrics));
+
+        const auto decoded = decodeTrials(bytes);
+        QVERIFY2(decoded.ok(), decoded.ok() ? "" : decoded.error().text().c_str());
+        QCOMPARE(decoded->ids, std::vector<std::uint64_t>{42});
+        QCOMPARE(decoded->trials.size(), std::size_t{1});
+        const QString diff = trialDifference(decoded->trials[0], t, true);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        QVERIFY(std::signbit(decoded->trials[0].kl[0]));
+        // The comparison itself tells fields apart: one changed field is named.
+        TrialResult changed = t;
+        changed.samplesV.phi[3] = 0.5f;
+        QCOMPARE(trialDifference(changed, t, true), QStringLiteral("samples_v.phi"));
+        changed = t;
+        changed.timings.attention = 0.25;
+        QCOMPARE(trialDifference(changed, t, false), QString());
+        QCOMPARE(trialDifference(changed, t, true), QStringLiteral("ms_attention"));
     }
 
     void manifestRoundTripsAndNamesBadKeys()
