@@ -617,7 +617,7 @@ int writeFigures(const ResultSet& results, const std::vector<stats::ComparisonRo
     data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
     data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(proxies);
     data.results = std::make_shared<const ResultSet>(results);
-    if (results.spec.regime == "model") {
+    if (results.spec.hasModelCells()) {
         data.modelMap = std::make_shared<const std::vector<MapValue>>(modelMap(results));
         data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(results));
     }

@@ -389,7 +389,7 @@ void MainWindow::buildPresetsMenu(QMenu* menu)
 void MainWindow::studyModelCell(int layer, int head)
 {
     ExperimentSpec spec = m_data.results ? m_data.results->spec : m_controls->spec();
-    if (spec.regime != "model")
+    if (!spec.hasModelCells())
         return;
     // The Output tab's clicked token, if any, is drilled down in that same head.
     if (m_output->text()->selected() >= 0)

@@ -74,7 +74,7 @@ namespace {
 /// The sizes a preset runs at: as shipped, the papers' (--full), or shrunk (tests).
 ExperimentSpec sized(ExperimentSpec spec, const ReproduceOptions& o)
 {
-    if (spec.regime == "model") {
+    if (spec.hasModelCells()) {
         // A real model's dump: its head_dim, positions and heads are what they are; only seeds shrink.
         if (o.scale < 1.0) {
             spec.seedCount = std::max(3, static_cast<int>(std::lround(spec.seedCount * o.scale)));
