@@ -102,8 +102,9 @@ struct TokenizerOptions {
 /// `bos_token` (a string, or an object with `content`) naming the token when the template names
 /// none. Refused with an error naming the file and the key: a missing or unreadable folder,
 /// neither tokenizer file for an embedding of other than 256 rows, a tokenizer whose ids reach past
-/// `embeddingRows` (both numbers named; fewer ids than rows is fine: Qwen2 pads its embedding),
-/// and whatever the format's own reader refuses.
+/// `embeddingRows` (the id, its key and the rows named, as the id is read: before any table is
+/// sized by it; fewer ids than rows is fine: Qwen2 pads its embedding), and whatever the format's
+/// own reader refuses.
 Result<std::unique_ptr<Tokenizer>> loadTokenizer(const std::string& modelDir, std::int32_t embeddingRows,
                                                  const TokenizerOptions& options = {});
 

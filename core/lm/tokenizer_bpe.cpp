@@ -10,8 +10,6 @@
 
 namespace kvlens::lm {
 
-using namespace bpe;
-
 namespace {
 
 /// Pre-tokens at most this long are cached during one encode call.
@@ -46,20 +44,20 @@ using Part = std::pair<RegexMatch, bool>;
 
 /// Hugging Face's SplitDelimiterBehavior applied to a cover of a piece by (range, is-match) parts:
 /// the ranges that result, each with whether it is removed.
-std::vector<Part> behaviorRanges(const std::vector<Part>& parts, Behavior behavior)
+std::vector<Part> behaviorRanges(const std::vector<Part>& parts, bpe::Behavior behavior)
 {
     std::vector<Part> kept; // (range, remove)
     kept.reserve(parts.size());
     bool previous = false;
     switch (behavior) {
-    case Behavior::Isolated:
+    case bpe::Behavior::Isolated:
         for (const auto& [range, match] : parts)
             kept.push_back({range, false});
         break;
-    case Behavior::Removed:
+    case bpe::Behavior::Removed:
         kept = parts;
         break;
-    case Behavior::Contiguous:
+    case bpe::Behavior::Contiguous:
         for (const auto& [range, match] : parts) {
             if (match == previous && !kept.empty())
                 kept.back().first.end = range.end;
@@ -68,7 +66,7 @@ std::vector<Part> behaviorRanges(const std::vector<Part>& parts, Behavior behavi
             previous = match;
         }
         break;
-    case Behavior::MergedWithPrevious:
+    case bpe::Behavior::MergedWithPrevious:
         for (const auto& [range, match] : parts) {
             if (match && !previous && !kept.empty())
                 kept.back().first.end = range.end;
@@ -77,7 +75,7 @@ std::vector<Part> behaviorRanges(const std::vector<Part>& parts, Behavior behavi
             previous = match;
         }
         break;
-    case Behavior::MergedWithNext:
+    case bpe::Behavior::MergedWithNext:
         for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
             if (it->second && !previous && !kept.empty())
                 kept.back().first.begin = it->first.begin;
@@ -129,9 +127,7 @@ void digitParts(std::string_view piece, std::vector<Part>& parts)
 // ---------------------------------------------------------------------------------------------
 // Added tokens
 
-namespace bpe {
-
-void AddedTrie::add(std::string_view text, std::int32_t token)
+void bpe::AddedTrie::add(std::string_view text, std::int32_t token)
 {
     std::int32_t node = 0;
     for (const char ch : text) {
@@ -152,7 +148,7 @@ void AddedTrie::add(std::string_view text, std::int32_t token)
     m_first[static_cast<unsigned char>(text[0])] = true;
 }
 
-std::pair<std::int32_t, std::size_t> AddedTrie::longestAt(std::string_view text, std::size_t pos, bool* open) const
+std::pair<std::int32_t, std::size_t> bpe::AddedTrie::longestAt(std::string_view text, std::size_t pos, bool* open) const
 {
     if (open != nullptr)
         *open = false;
@@ -179,10 +175,8 @@ std::pair<std::int32_t, std::size_t> AddedTrie::longestAt(std::string_view text,
     return best;
 }
 
-} // namespace bpe
-
-void BpeTokenizer::Impl::splitAdded(std::string_view text, const AddedTrie& trie, std::vector<Segment>& out,
-                                    OpenSplit* open) const
+void BpeTokenizer::Impl::splitAdded(std::string_view text, const bpe::AddedTrie& trie, std::vector<bpe::Segment>& out,
+                                    bpe::OpenSplit* open) const
 {
     const std::size_t n = text.size();
     std::size_t startOffset = 0;
@@ -192,7 +186,7 @@ void BpeTokenizer::Impl::splitAdded(std::string_view text, const AddedTrie& trie
         open->stableEnd = at;
     };
     if (open != nullptr)
-        *open = OpenSplit{};
+        *open = bpe::OpenSplit{};
     if (trie.empty()) {
         if (open != nullptr)
             stopAt(n);
@@ -215,7 +209,7 @@ void BpeTokenizer::Impl::splitAdded(std::string_view text, const AddedTrie& trie
             break;
         std::size_t stop = start + found.second;
         pos = stop; // the automaton resumes after the match, kept or not
-        const AddedToken& token = added[static_cast<std::size_t>(found.first)];
+        const bpe::AddedToken& token = added[static_cast<std::size_t>(found.first)];
         bool skip = token.special && !options.parseSpecialTokens;
         if (!skip && token.singleWord) {
             if (open != nullptr && stop == n)
@@ -254,11 +248,11 @@ void BpeTokenizer::Impl::splitAdded(std::string_view text, const AddedTrie& trie
         out.push_back({text.substr(startOffset), -1});
 }
 
-Status BpeTokenizer::Impl::segments(std::string_view text, Scratch& scratch, std::vector<Segment>& out) const
+Status BpeTokenizer::Impl::segments(std::string_view text, Scratch& scratch, std::vector<bpe::Segment>& out) const
 {
-    std::vector<Segment> raw;
+    std::vector<bpe::Segment> raw;
     splitAdded(text, rawTrie, raw);
-    for (const Segment& segment : raw) {
+    for (const bpe::Segment& segment : raw) {
         if (segment.token >= 0) {
             out.push_back(segment);
             continue;
@@ -286,15 +280,15 @@ Status BpeTokenizer::Impl::preTokenize(std::string_view piece, std::size_t first
     std::vector<std::string_view> next;
     std::vector<Part> parts;
     for (std::size_t k = first; k < steps.size(); ++k) {
-        const PreStep& step = steps[k];
+        const bpe::PreStep& step = steps[k];
         next.clear();
         for (std::string_view p : current) {
-            Behavior behavior = Behavior::Isolated;
-            if (step.kind == PreStep::Kind::Digits) {
+            bpe::Behavior behavior = bpe::Behavior::Isolated;
+            if (step.kind == bpe::PreStep::Kind::Digits) {
                 digitParts(p, parts);
-                behavior = step.individualDigits ? Behavior::Isolated : Behavior::Contiguous;
+                behavior = step.individualDigits ? bpe::Behavior::Isolated : bpe::Behavior::Contiguous;
             } else {
-                if (step.kind == PreStep::Kind::ByteLevel && step.addPrefixSpace && p.front() != ' ') {
+                if (step.kind == bpe::PreStep::Kind::ByteLevel && step.addPrefixSpace && p.front() != ' ') {
                     scratch.storage.push_back(" " + std::string(p));
                     p = scratch.storage.back();
                 }
@@ -305,8 +299,8 @@ Status BpeTokenizer::Impl::preTokenize(std::string_view piece, std::size_t first
                 scratch.matches.clear();
                 if (Status s = step.regex->findAll(p, scratch.regex, scratch.matches, scratch.cancelled); !s)
                     return s.error().cancelled() ? s.error() : Error{label, s.error().text()};
-                coverWithMatches(p.size(), scratch.matches, step.kind == PreStep::Kind::Split && step.invert, parts);
-                behavior = step.kind == PreStep::Kind::Split ? step.behavior : Behavior::Isolated;
+                coverWithMatches(p.size(), scratch.matches, step.kind == bpe::PreStep::Kind::Split && step.invert, parts);
+                behavior = step.kind == bpe::PreStep::Kind::Split ? step.behavior : bpe::Behavior::Isolated;
             }
             for (const auto& [range, remove] : behaviorRanges(parts, behavior))
                 if (!remove && range.end > range.begin)
@@ -319,15 +313,15 @@ Status BpeTokenizer::Impl::preTokenize(std::string_view piece, std::size_t first
 }
 
 Status BpeTokenizer::Impl::preTokenizeOpen(std::size_t k, std::string_view piece, std::size_t base,
-                                           const RestartAllowed& allowed, Scratch& scratch,
+                                           const bpe::RestartAllowed& allowed, Scratch& scratch,
                                            std::vector<std::string_view>& words, std::size_t& consumed) const
 {
     consumed = 0;
     if (k >= steps.size() || piece.empty())
         return Ok{};
-    const PreStep& step = steps[k];
-    const bool byteLevel = step.kind == PreStep::Kind::ByteLevel;
-    if (step.kind != PreStep::Kind::Digits && !(step.regex && step.regex->streamable()))
+    const bpe::PreStep& step = steps[k];
+    const bool byteLevel = step.kind == bpe::PreStep::Kind::ByteLevel;
+    if (step.kind != bpe::PreStep::Kind::Digits && !(step.regex && step.regex->streamable()))
         return Ok{}; // a whole open piece (BPE needs the whole word), or a pattern that cannot be cut
     // A restart inside this step's piece makes a new piece: ByteLevel would give it a prefix space
     // the whole text never had, unless it starts with one.
@@ -343,9 +337,9 @@ Status BpeTokenizer::Impl::preTokenizeOpen(std::size_t k, std::string_view piece
     }
     std::vector<Part> parts, ranges;
     RegexMatch tail{0, 0}; // the open part to cut further, in subject offsets
-    if (step.kind == PreStep::Kind::Digits) {
+    if (step.kind == bpe::PreStep::Kind::Digits) {
         digitParts(piece, parts);
-        ranges = behaviorRanges(parts, step.individualDigits ? Behavior::Isolated : Behavior::Contiguous);
+        ranges = behaviorRanges(parts, step.individualDigits ? bpe::Behavior::Isolated : bpe::Behavior::Contiguous);
         tail = ranges.back().first; // the last run may go on: it alone is open
         ranges.pop_back();
     } else {
@@ -353,11 +347,11 @@ Status BpeTokenizer::Impl::preTokenizeOpen(std::size_t k, std::string_view piece
         SplitRegex::OpenEnd end;
         if (Status s = step.regex->findOpen(subject, scratch.regex, scratch.matches, end, scratch.cancelled); !s)
             return s.error().cancelled() ? s.error() : Error{label, s.error().text()};
-        const bool invert = step.kind == PreStep::Kind::Split && step.invert;
-        const Behavior behavior = step.kind == PreStep::Kind::Split ? step.behavior : Behavior::Isolated;
+        const bool invert = step.kind == bpe::PreStep::Kind::Split && step.invert;
+        const bpe::Behavior behavior = step.kind == bpe::PreStep::Kind::Split ? step.behavior : bpe::Behavior::Isolated;
         coverWithMatches(end.gapFrom, scratch.matches, invert, parts);
         ranges = behaviorRanges(parts, behavior);
-        if (behavior == Behavior::Isolated || (behavior == Behavior::Removed && !invert))
+        if (behavior == bpe::Behavior::Isolated || (behavior == bpe::Behavior::Removed && !invert))
             tail = {end.gapFrom, end.gapTo}; // positions that start no match: a kept gap of its own
         else if (!ranges.empty())
             ranges.pop_back(); // a merging behavior may join the last range with what follows
@@ -374,7 +368,7 @@ Status BpeTokenizer::Impl::preTokenizeOpen(std::size_t k, std::string_view piece
     if (tail.end > tail.begin && tail.begin >= shift) {
         std::size_t inner = 0;
         const std::size_t tailBase = tail.begin - shift;
-        const RestartAllowed inTail = [&](std::size_t p) { return allowedHere(p - base); };
+        const bpe::RestartAllowed inTail = [&](std::size_t p) { return allowedHere(p - base); };
         if (Status s = preTokenizeOpen(k + 1, subject.substr(tail.begin, tail.end - tail.begin), base + tailBase, inTail,
                                        scratch, words, inner);
             !s)
@@ -413,7 +407,7 @@ void BpeTokenizer::Impl::mergeWord(std::string_view word, Scratch& scratch, std:
     };
     const auto candidate = [&](std::int32_t left, std::int32_t right, bool push) {
         const auto l = syms[static_cast<std::size_t>(left)].id, r = syms[static_cast<std::size_t>(right)].id;
-        const auto it = merges.find(pairKey(l, r));
+        const auto it = merges.find(bpe::pairKey(l, r));
         if (it == merges.end())
             return;
         heap.push_back({it->second.rank, left, l, r, it->second.id});
@@ -494,10 +488,10 @@ Status BpeTokenizer::Impl::encodeRawSegment(std::string_view text, Scratch& scra
             return Error{label, "normalizer: ICU failed to normalize the text to NFC"};
         piece = scratch.storage.emplace_back(std::move(*normalized));
     }
-    std::vector<Segment> pieces;
+    std::vector<bpe::Segment> pieces;
     splitAdded(piece, normalizedTrie, pieces);
     std::vector<std::string_view> words;
-    for (const Segment& segment : pieces) {
+    for (const bpe::Segment& segment : pieces) {
         if (segment.token >= 0) {
             out.push_back(segment.token);
             continue;
@@ -514,9 +508,9 @@ Status BpeTokenizer::Impl::encodeRawSegment(std::string_view text, Scratch& scra
 
 Status BpeTokenizer::Impl::encodeText(std::string_view text, Scratch& scratch, std::vector<std::int32_t>& out) const
 {
-    std::vector<Segment> raw;
+    std::vector<bpe::Segment> raw;
     splitAdded(text, rawTrie, raw);
-    for (const Segment& segment : raw) {
+    for (const bpe::Segment& segment : raw) {
         if (segment.token >= 0)
             out.push_back(segment.token);
         else if (Status s = encodeRawSegment(segment.text, scratch, out); !s)
@@ -528,11 +522,11 @@ Status BpeTokenizer::Impl::encodeText(std::string_view text, Scratch& scratch, s
 Status BpeTokenizer::Impl::encodeOpen(std::string_view text, Scratch& scratch, std::vector<std::int32_t>& out,
                                       std::size_t& taken) const
 {
-    std::vector<Segment> final;
-    OpenSplit split;
+    std::vector<bpe::Segment> final;
+    bpe::OpenSplit split;
     splitAdded(text, rawTrie, final, &split);
     // The segments before the open one are whole: tokens, or text between tokens.
-    for (const Segment& segment : final) {
+    for (const bpe::Segment& segment : final) {
         if (segment.token >= 0)
             out.push_back(segment.token);
         else if (Status s = encodeRawSegment(segment.text, scratch, out); !s)
@@ -565,15 +559,15 @@ Status BpeTokenizer::Impl::encodeOpenItem(std::string_view text, std::size_t ite
         mapped.text.assign(item);
     }
     const std::string_view norm = scratch.storage.emplace_back(std::move(mapped.text));
-    std::vector<Segment> final;
-    OpenSplit split;
+    std::vector<bpe::Segment> final;
+    bpe::OpenSplit split;
     splitAdded(norm, normalizedTrie, final, &split);
     const auto inside = [](const auto& spans, std::size_t at) {
         return std::any_of(spans.begin(), spans.end(), [&](const auto& s) { return s.first < at && at < s.second; });
     };
     // A restart at normalized offset c: raw offset r; NFC boundary; not inside a skipped token; no
     // lstrip token could reach back over it, no single-word token could lose its left neighbour.
-    const RestartAllowed allowed = [&](std::size_t c) {
+    const bpe::RestartAllowed allowed = [&](std::size_t c) {
         const auto r = mapped.sourceOffset(c);
         if (!r || *r == 0 || *r >= q || (nfc && !nfcBoundaryBefore(charAt(item, *r))))
             return false;
@@ -595,7 +589,7 @@ Status BpeTokenizer::Impl::encodeOpenItem(std::string_view text, std::size_t ite
     if (cut == 0 || (consumed == 0 && !allowed(cut)))
         return Ok{};
     std::vector<std::string_view> words;
-    for (const Segment& segment : final) {
+    for (const bpe::Segment& segment : final) {
         if (segment.token >= 0) {
             out.push_back(segment.token);
             continue;
@@ -711,11 +705,11 @@ Result<std::vector<std::string>> BpeTokenizer::preTokenize(std::string_view text
         if (const auto bad = firstInvalidUtf8(text))
             return Error{m_impl->label, "the text is not valid UTF-8 at byte " + std::to_string(*bad)};
         Impl::Scratch scratch;
-        std::vector<Segment> segments;
+        std::vector<bpe::Segment> segments;
         if (Status s = m_impl->segments(text, scratch, segments); !s)
             return s.error();
         std::vector<std::string_view> words;
-        for (const Segment& segment : segments)
+        for (const bpe::Segment& segment : segments)
             if (segment.token < 0)
                 if (Status s = m_impl->preTokenize(segment.text, 0, scratch, words); !s)
                     return s.error();

@@ -16,8 +16,6 @@
 namespace kvlens::lm {
 
 using nlohmann::json;
-using namespace bpe;
-
 namespace {
 
 /// Thrown inside the reader only; bpeFromJson turns it into an Error.
@@ -119,19 +117,19 @@ void parseNormalizer(const json& value, const std::string& path, bool& nfc)
     }
 }
 
-Behavior parseBehavior(const json& object, const std::string& path)
+bpe::Behavior parseBehavior(const json& object, const std::string& path)
 {
     const std::string& name = readString(object, "behavior", path);
     if (name == "Removed")
-        return Behavior::Removed;
+        return bpe::Behavior::Removed;
     if (name == "Isolated")
-        return Behavior::Isolated;
+        return bpe::Behavior::Isolated;
     if (name == "MergedWithPrevious")
-        return Behavior::MergedWithPrevious;
+        return bpe::Behavior::MergedWithPrevious;
     if (name == "MergedWithNext")
-        return Behavior::MergedWithNext;
+        return bpe::Behavior::MergedWithNext;
     if (name == "Contiguous")
-        return Behavior::Contiguous;
+        return bpe::Behavior::Contiguous;
     refuse(path + ".behavior", io::quoteName(name)
                                    + " is not a split behavior (Removed, Isolated, MergedWithPrevious, "
                                      "MergedWithNext, Contiguous)");
@@ -145,7 +143,7 @@ std::shared_ptr<const SplitRegex> compileOrRefuse(std::string_view pattern, bool
     return *regex;
 }
 
-void parsePreTokenizer(const json& value, const std::string& path, std::vector<PreStep>& steps)
+void parsePreTokenizer(const json& value, const std::string& path, std::vector<bpe::PreStep>& steps)
 {
     if (value.is_null())
         refuse(path, "null is not supported: byte-level BPE needs a ByteLevel pre-tokenizer");
@@ -159,9 +157,9 @@ void parsePreTokenizer(const json& value, const std::string& path, std::vector<P
             parsePreTokenizer((*it)[i], path + ".pretokenizers[" + std::to_string(i) + "]", steps);
         return;
     }
-    PreStep step;
+    bpe::PreStep step;
     if (type == "Split") {
-        step.kind = PreStep::Kind::Split;
+        step.kind = bpe::PreStep::Kind::Split;
         const auto it = value.find("pattern");
         if (it == value.end() || !it->is_object() || it->size() != 1)
             refuse(path + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
@@ -175,14 +173,14 @@ void parsePreTokenizer(const json& value, const std::string& path, std::vector<P
         step.behavior = parseBehavior(value, path);
         step.invert = readBool(value, "invert", path, false);
     } else if (type == "Digits") {
-        step.kind = PreStep::Kind::Digits;
+        step.kind = bpe::PreStep::Kind::Digits;
         step.individualDigits = readBool(value, "individual_digits", path, false);
     } else if (type == "ByteLevel") {
-        step.kind = PreStep::Kind::ByteLevel;
+        step.kind = bpe::PreStep::Kind::ByteLevel;
         // Hugging Face's defaults when a key is absent: add_prefix_space true, use_regex true.
         step.addPrefixSpace = readBool(value, "add_prefix_space", path, true);
         if (readBool(value, "use_regex", path, true))
-            step.regex = compileOrRefuse(kGpt2Pattern, false, path + " (GPT-2's pattern)");
+            step.regex = compileOrRefuse(bpe::kGpt2Pattern, false, path + " (GPT-2's pattern)");
     } else {
         refuse(path + ".type", io::quoteName(type)
                                    + " is not supported (ByteLevel, Split, Digits, and Sequences of them)");
@@ -255,7 +253,7 @@ void parsePostProcessor(const json& value, const std::string& path, std::int32_t
 }
 
 /// model: the BPE options, the vocabulary (ids below the build's limit) and the merges.
-void readModel(const json& root, Build& build)
+void readModel(const json& root, bpe::Build& build)
 {
     const auto modelIt = root.find("model");
     if (modelIt == root.end())
@@ -310,7 +308,7 @@ void readModel(const json& root, Build& build)
 }
 
 /// added_tokens: at most kMaxAddedTokens, each with its flags (ids below the build's limit).
-void readAddedTokens(const json& root, Build& build)
+void readAddedTokens(const json& root, bpe::Build& build)
 {
     const auto addedIt = root.find("added_tokens");
     if (addedIt == root.end() || addedIt->is_null())
@@ -322,7 +320,7 @@ void readAddedTokens(const json& root, Build& build)
     for (std::size_t i = 0; i < addedIt->size(); ++i) {
         const std::string where = "added_tokens[" + std::to_string(i) + "]";
         const json& entry = requireObject((*addedIt)[i], where);
-        AddedToken token;
+        bpe::AddedToken token;
         const auto idIt = entry.find("id");
         if (idIt == entry.end())
             refuse(where + ".id", "missing");
@@ -338,16 +336,16 @@ void readAddedTokens(const json& root, Build& build)
 }
 
 /// pre_tokenizer: Split and Digits steps ending with exactly one ByteLevel.
-void readPreTokenizer(const json& root, Build& build)
+void readPreTokenizer(const json& root, bpe::Build& build)
 {
     const auto preIt = root.find("pre_tokenizer");
     if (preIt == root.end())
         refuse("pre_tokenizer", "missing: byte-level BPE needs a ByteLevel pre-tokenizer");
     parsePreTokenizer(*preIt, "pre_tokenizer", build.steps);
     std::size_t byteLevelSteps = 0;
-    for (const PreStep& step : build.steps)
-        byteLevelSteps += step.kind == PreStep::Kind::ByteLevel ? 1 : 0;
-    if (byteLevelSteps != 1 || build.steps.back().kind != PreStep::Kind::ByteLevel)
+    for (const bpe::PreStep& step : build.steps)
+        byteLevelSteps += step.kind == bpe::PreStep::Kind::ByteLevel ? 1 : 0;
+    if (byteLevelSteps != 1 || build.steps.back().kind != bpe::PreStep::Kind::ByteLevel)
         refuse("pre_tokenizer", "must end with exactly one ByteLevel step, after every Split and Digits step (found "
                                     + std::to_string(byteLevelSteps) + " ByteLevel step(s)"
                                     + (byteLevelSteps == 1 ? ", not last)" : ")"));
@@ -357,7 +355,7 @@ void readPreTokenizer(const json& root, Build& build)
 // Building, from either reader
 
 /// The vocabulary's map, with every id checked (below the limit, none twice) and the byte symbols.
-std::unordered_map<std::string_view, std::int32_t> indexVocab(const Build& build, BpeTokenizer::Impl& impl,
+std::unordered_map<std::string_view, std::int32_t> indexVocab(const bpe::Build& build, BpeTokenizer::Impl& impl,
                                                               std::int32_t& maxId)
 {
     std::unordered_map<std::string_view, std::int32_t> vocab;
@@ -389,7 +387,7 @@ std::unordered_map<std::string_view, std::int32_t> indexVocab(const Build& build
     return vocab;
 }
 
-void indexMerges(const Build& build, const std::unordered_map<std::string_view, std::int32_t>& vocab,
+void indexMerges(const bpe::Build& build, const std::unordered_map<std::string_view, std::int32_t>& vocab,
                  BpeTokenizer::Impl& impl)
 {
     impl.merges.reserve(build.merges.size());
@@ -405,15 +403,15 @@ void indexMerges(const Build& build, const std::unordered_map<std::string_view, 
         if (iab == vocab.end())
             refuse(where, "merge " + shown + ": the merged token " + io::quoteName(a + b) + " is not in " + build.vocabKey);
         // A pair listed twice keeps its later rank, as Hugging Face's map does.
-        impl.merges[pairKey(ia->second, ib->second)] = {static_cast<std::int32_t>(rank), iab->second};
+        impl.merges[bpe::pairKey(ia->second, ib->second)] = {static_cast<std::int32_t>(rank), iab->second};
     }
 }
 
-void indexAdded(Build& build, BpeTokenizer::Impl& impl, std::int32_t& maxId,
+void indexAdded(bpe::Build& build, BpeTokenizer::Impl& impl, std::int32_t& maxId,
                 std::unordered_map<std::int32_t, std::size_t>& addedIds)
 {
     for (std::size_t i = 0; i < build.added.size(); ++i) {
-        AddedToken& token = build.added[i];
+        bpe::AddedToken& token = build.added[i];
         const std::string where = build.addedKey + "[" + std::to_string(i) + "]";
         if (token.content.empty())
             refuse(where + ".content", "is empty");
@@ -448,7 +446,7 @@ void indexAdded(Build& build, BpeTokenizer::Impl& impl, std::int32_t& maxId,
 /// Each token's bytes, sorted by id: a vocabulary entry decodes through the byte-level table (one
 /// with a character outside it decodes to its own UTF-8, as Hugging Face's ByteLevel decoder
 /// does); an added token is its content.
-void indexBytes(const Build& build, BpeTokenizer::Impl& impl)
+void indexBytes(const bpe::Build& build, BpeTokenizer::Impl& impl)
 {
     impl.idBytes.reserve(build.vocab.size() + impl.added.size());
     impl.bytesToId.reserve(build.vocab.size());
@@ -467,7 +465,7 @@ void indexBytes(const Build& build, BpeTokenizer::Impl& impl)
         impl.idBytes.emplace_back(id, bytes);
         impl.bytesToId.emplace(std::move(bytes), id);
     }
-    for (const AddedToken& token : impl.added)
+    for (const bpe::AddedToken& token : impl.added)
         impl.idBytes.emplace_back(token.id, token.content);
     // An added token that is also a vocabulary entry shows its content: stable sort keeps it last.
     std::stable_sort(impl.idBytes.begin(), impl.idBytes.end(),
@@ -481,7 +479,7 @@ void indexBytes(const Build& build, BpeTokenizer::Impl& impl)
 
 namespace bpe {
 
-Result<std::unique_ptr<BpeTokenizer>> buildTokenizer(Build build)
+Result<std::unique_ptr<BpeTokenizer>> buildTokenizer(bpe::Build build)
 {
     auto impl = std::make_unique<BpeTokenizer::Impl>();
     impl->label = build.label;
@@ -512,13 +510,13 @@ Result<std::unique_ptr<BpeTokenizer>> buildTokenizer(Build build)
     return std::unique_ptr<BpeTokenizer>(new BpeTokenizer(std::move(impl)));
 }
 
-Result<PreStep> byteLevelStep(bool addPrefixSpace, bool useRegex, const std::string& what)
+Result<bpe::PreStep> byteLevelStep(bool addPrefixSpace, bool useRegex, const std::string& what)
 {
-    PreStep step;
-    step.kind = PreStep::Kind::ByteLevel;
+    bpe::PreStep step;
+    step.kind = bpe::PreStep::Kind::ByteLevel;
     step.addPrefixSpace = addPrefixSpace;
     if (useRegex) {
-        auto regex = SplitRegex::compile(kGpt2Pattern, false, what + " (GPT-2's pattern)");
+        auto regex = SplitRegex::compile(bpe::kGpt2Pattern, false, what + " (GPT-2's pattern)");
         if (!regex)
             return regex.error();
         step.regex = *regex;
@@ -526,15 +524,15 @@ Result<PreStep> byteLevelStep(bool addPrefixSpace, bool useRegex, const std::str
     return step;
 }
 
-Result<PreStep> splitStep(std::string_view pattern, const std::string& what)
+Result<bpe::PreStep> splitStep(std::string_view pattern, const std::string& what)
 {
     auto regex = SplitRegex::compile(pattern, false, what);
     if (!regex)
         return regex.error();
-    PreStep step;
-    step.kind = PreStep::Kind::Split;
+    bpe::PreStep step;
+    step.kind = bpe::PreStep::Kind::Split;
     step.regex = *regex;
-    step.behavior = Behavior::Isolated;
+    step.behavior = bpe::Behavior::Isolated;
     return step;
 }
 
@@ -608,7 +606,7 @@ bool isByteLevelTokenizerJson(const json& root)
 Result<std::unique_ptr<BpeTokenizer>> bpeFromJson(const json& root, const std::string& label,
                                                   const TokenizerOptions& options, std::int32_t idLimit)
 {
-    Build build;
+    bpe::Build build;
     build.label = label;
     build.options = options;
     build.idLimit = std::min(idLimit, kMaxVocabSize);

@@ -13,21 +13,12 @@ namespace kvlens::lm {
 
 namespace {
 
-constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81"; // U+2581, SentencePiece's escaped space
 constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD"; // U+FFFD
 
 /// The library's prefix searches keep this many results (normalizer.h kMaxTrieResultsSize, and
 /// PrefixMatcher's kResultSize).
 constexpr std::size_t kCharsmapResults = 32;
 constexpr std::size_t kUserDefinedResults = 64;
-
-/// The byte length a UTF-8 lead byte announces, as the library's OneCharLen reads it (a stray
-/// continuation byte counts 1, 0xF8..0xFF count 4).
-std::size_t oneCharLength(unsigned char lead)
-{
-    static constexpr unsigned char kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return kLengths[lead >> 4];
-}
 
 // darts-clone's DoubleArrayUnit fields (darts.h).
 bool unitHasLeaf(std::uint32_t unit)
@@ -226,7 +217,7 @@ Status SpmNormalizer::prefix(std::string_view raw, bool last, std::string_view& 
             return Ok{};
         }
     }
-    const std::size_t length = oneCharLength(static_cast<unsigned char>(raw[0]));
+    const std::size_t length = utf8LeadLength(static_cast<unsigned char>(raw[0]));
     if (raw.size() < length && !last)
         return Ok{};
     if (length <= raw.size() && !firstInvalidUtf8(raw.substr(0, length))) {

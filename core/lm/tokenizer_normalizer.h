@@ -13,6 +13,17 @@
 
 namespace kvlens::lm {
 
+/// SentencePiece's escaped space, U+2581 (LOWER ONE EIGHTH BLOCK).
+inline constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";
+
+/// The byte length a UTF-8 lead byte announces, as SentencePiece's OneCharLen (and llama.cpp's
+/// unicode_len_utf8) read it: a stray continuation byte counts 1, 0xF8..0xFF count 4.
+inline std::size_t utf8LeadLength(unsigned char lead)
+{
+    static constexpr unsigned char kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return kLengths[lead >> 4];
+}
+
 /// A byte trie over a fixed set of keys (pieces): sorted edge lists in two flat arrays, so a
 /// 256 000-piece vocabulary takes a few megabytes. Built once, then immutable.
 class PieceTrie {

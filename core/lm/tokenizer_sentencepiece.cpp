@@ -16,7 +16,6 @@ namespace kvlens::lm {
 
 namespace {
 
-constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";
 /// unigram_model.cc's penalty below the lowest score for an unknown character.
 constexpr float kUnkPenalty = 10.0;
 /// The library's PrefixMatcher keeps this many matches.
@@ -28,16 +27,10 @@ constexpr std::size_t kPollEvery = 1 << 14;
 constexpr int kMaxCutTries = 256;
 
 /// A piece of the normalized text and its id, as the library's EncodeResult holds them.
-using Segment = std::pair<std::string_view, std::int32_t>;
-
-std::size_t oneCharLength(unsigned char lead)
-{
-    static constexpr unsigned char kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return kLengths[lead >> 4];
-}
+using PieceSegment = std::pair<std::string_view, std::int32_t>;
 
 /// A piece's text for display: each U+2581 as ' '.
-std::string pieceText(std::string_view piece)
+std::string displayText(std::string_view piece)
 {
     std::string out;
     out.reserve(piece.size());
@@ -89,10 +82,10 @@ struct SentencePieceTokenizer::Impl {
     void chooseCut();
     bool cutIsSafe(std::string_view text, std::size_t c) const;
     std::size_t findCut(std::string_view text) const;
-    Status bpe(std::string_view text, const EncodeControl& control, std::vector<Segment>& out) const;
+    Status bpe(std::string_view text, const EncodeControl& control, std::vector<PieceSegment>& out) const;
     Status unigram(std::string_view text, const EncodeControl& control, SegmentState& state,
-                   std::vector<Segment>& out) const;
-    Status emit(const std::vector<Segment>& segments, SegmentState& state, std::vector<std::int32_t>& out) const;
+                   std::vector<PieceSegment>& out) const;
+    Status emit(const std::vector<PieceSegment>& segments, SegmentState& state, std::vector<std::int32_t>& out) const;
     Status segment(std::string_view text, const EncodeControl& control, SegmentState& state,
                    std::vector<std::int32_t>& out) const;
 };
@@ -155,7 +148,7 @@ std::size_t SentencePieceTokenizer::Impl::findCut(std::string_view text) const
     std::vector<bool> starts;
     if (spec.llamaCpp) {
         starts.assign(text.size() + 1, false);
-        for (std::size_t p = 0; p < text.size(); p += oneCharLength(static_cast<unsigned char>(text[p])))
+        for (std::size_t p = 0; p < text.size(); p += utf8LeadLength(static_cast<unsigned char>(text[p])))
             starts[p] = true;
     }
     const auto startsChar = [&](std::size_t at) {
@@ -187,7 +180,7 @@ std::size_t SentencePieceTokenizer::Impl::findCut(std::string_view text) const
 // Segmentation
 
 Status SentencePieceTokenizer::Impl::bpe(std::string_view text, const EncodeControl& control,
-                                         std::vector<Segment>& out) const
+                                         std::vector<PieceSegment>& out) const
 {
     struct Symbol {
         int prev, next;
@@ -209,7 +202,7 @@ Status SentencePieceTokenizer::Impl::bpe(std::string_view text, const EncodeCont
         Symbol s{static_cast<int>(symbols.size()) - 1, -1, false, pos, 0};
         const auto match = matchUserDefined ? userDefined.longestPrefix(text.substr(pos), kPrefixResults) : PieceTrie::Prefix{};
         s.freeze = match.length > 0;
-        s.size = s.freeze ? match.length : std::min(text.size() - pos, oneCharLength(static_cast<unsigned char>(text[pos])));
+        s.size = s.freeze ? match.length : std::min(text.size() - pos, utf8LeadLength(static_cast<unsigned char>(text[pos])));
         pos += s.size;
         s.next = pos < text.size() ? static_cast<int>(symbols.size()) + 1 : -1;
         symbols.push_back(s);
@@ -267,7 +260,7 @@ Status SentencePieceTokenizer::Impl::bpe(std::string_view text, const EncodeCont
 }
 
 Status SentencePieceTokenizer::Impl::unigram(std::string_view text, const EncodeControl& control, SegmentState& state,
-                                             std::vector<Segment>& out) const
+                                             std::vector<PieceSegment>& out) const
 {
     struct BestPathNode {
         std::int32_t id = -1;
@@ -282,7 +275,7 @@ Status SentencePieceTokenizer::Impl::unigram(std::string_view text, const Encode
         if ((startsAt + 1) % kPollEvery == 0 && control.cancelled && control.cancelled())
             return Error::cancellation(spec.label);
         const float tillHere = best[startsAt].bestPathScore;
-        const std::size_t mblen = std::min(oneCharLength(static_cast<unsigned char>(text[startsAt])), size - startsAt);
+        const std::size_t mblen = std::min(utf8LeadLength(static_cast<unsigned char>(text[startsAt])), size - startsAt);
         bool hasSingleNode = false;
         std::int32_t node = 0;
         for (std::size_t keyPos = startsAt; keyPos < size;) {
@@ -331,7 +324,7 @@ Status SentencePieceTokenizer::Impl::unigram(std::string_view text, const Encode
 }
 
 /// The library's PopulateSentencePieceText, ids only.
-Status SentencePieceTokenizer::Impl::emit(const std::vector<Segment>& segments, SegmentState& state,
+Status SentencePieceTokenizer::Impl::emit(const std::vector<PieceSegment>& segments, SegmentState& state,
                                           std::vector<std::int32_t>& out) const
 {
     for (const auto& [w, id] : segments) {
@@ -356,7 +349,7 @@ Status SentencePieceTokenizer::Impl::segment(std::string_view text, const Encode
 {
     if (text.empty())
         return Ok{};
-    std::vector<Segment> segments;
+    std::vector<PieceSegment> segments;
     Status s = spec.algorithm == SentencePieceSpec::Algorithm::Bpe ? bpe(text, control, segments)
                                                                     : unigram(text, control, state, segments);
     if (!s)
@@ -510,7 +503,7 @@ void indexPieces(SentencePieceTokenizer::Impl& impl)
         if (byte >= 0)
             impl.byteIds[static_cast<std::size_t>(byte)] = id;
         impl.idBytes[i] = byte >= 0 ? std::string(1, static_cast<char>(byte))
-                                    : (type == PieceType::Control || type == PieceType::Unknown ? piece : pieceText(piece));
+                                    : (type == PieceType::Control || type == PieceType::Unknown ? piece : displayText(piece));
     }
     impl.trie.build(std::move(all));
     impl.userDefined.build(std::move(userDefined));

@@ -16,17 +16,17 @@ namespace kvlens::lm {
 namespace {
 
 /// Thrown inside the reader only; parseSentencePieceModelProto turns it into an Error.
-struct Refusal {
+struct ModelRefusal {
     std::string field;
     std::string message;
 };
 
-[[noreturn]] void refuse(std::string field, std::string message)
+[[noreturn]] void refuseModel(std::string field, std::string message)
 {
-    throw Refusal{std::move(field), std::move(message)};
+    throw ModelRefusal{std::move(field), std::move(message)};
 }
 
-enum Wire { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
+enum ProtoWire { kWireVarint = 0, kWireFixed64 = 1, kWireBytes = 2, kWireFixed32 = 5 };
 
 /// One protobuf message's fields, read front to back (developers.google.com/protocol-buffers/docs/encoding).
 class ProtoReader {
@@ -42,10 +42,10 @@ public:
         field = static_cast<int>(key >> 3);
         wire = static_cast<int>(key & 7);
         if (key >> 3 == 0 || key >> 3 > 536870911)
-            refuse(m_where, "field number " + std::to_string(key >> 3) + " at byte " + std::to_string(m_pos)
+            refuseModel(m_where, "field number " + std::to_string(key >> 3) + " at byte " + std::to_string(m_pos)
                                 + " is outside [1, 2^29)");
         if (wire == 3 || wire == 4 || wire > 5)
-            refuse(m_where, "wire type " + std::to_string(wire) + " at byte " + std::to_string(m_pos)
+            refuseModel(m_where, "wire type " + std::to_string(wire) + " at byte " + std::to_string(m_pos)
                                 + (wire == 3 || wire == 4 ? " (a group) is not used by sentencepiece_model.proto"
                                                           : " does not exist"));
         return true;
@@ -56,22 +56,22 @@ public:
         std::uint64_t value = 0;
         for (int shift = 0; shift < 70; shift += 7) {
             if (m_pos == m_data.size())
-                refuse(m_where, "a varint runs past the end of the message");
+                refuseModel(m_where, "a varint runs past the end of the message");
             const auto b = static_cast<unsigned char>(m_data[m_pos++]);
             if (shift == 63 && b > 1)
-                refuse(m_where, "a varint overflows 64 bits");
+                refuseModel(m_where, "a varint overflows 64 bits");
             value |= static_cast<std::uint64_t>(b & 0x7F) << shift;
             if (!(b & 0x80))
                 return value;
         }
-        refuse(m_where, "a varint is longer than 10 bytes");
+        refuseModel(m_where, "a varint is longer than 10 bytes");
     }
 
     std::string_view bytes()
     {
         const std::uint64_t length = varint();
         if (length > m_data.size() - m_pos)
-            refuse(m_where, "a field of " + std::to_string(length) + " bytes runs past the end of the message ("
+            refuseModel(m_where, "a field of " + std::to_string(length) + " bytes runs past the end of the message ("
                                 + std::to_string(m_data.size() - m_pos) + " bytes left)");
         const std::string_view out = m_data.substr(m_pos, static_cast<std::size_t>(length));
         m_pos += static_cast<std::size_t>(length);
@@ -81,7 +81,7 @@ public:
     float fixed32()
     {
         if (m_data.size() - m_pos < 4)
-            refuse(m_where, "a 32-bit field runs past the end of the message");
+            refuseModel(m_where, "a 32-bit field runs past the end of the message");
         std::uint32_t bits = 0;
         for (int i = 0; i < 4; ++i)
             bits |= static_cast<std::uint32_t>(static_cast<unsigned char>(m_data[m_pos + i])) << (8 * i);
@@ -93,14 +93,14 @@ public:
 
     void skip(int wire)
     {
-        if (wire == kVarint)
+        if (wire == kWireVarint)
             (void)varint();
-        else if (wire == kBytes)
+        else if (wire == kWireBytes)
             (void)bytes();
-        else if (wire == kFixed32)
+        else if (wire == kWireFixed32)
             (void)fixed32();
         else if (m_data.size() - m_pos < 8)
-            refuse(m_where, "a 64-bit field runs past the end of the message");
+            refuseModel(m_where, "a 64-bit field runs past the end of the message");
         else
             m_pos += 8;
     }
@@ -109,7 +109,7 @@ public:
     void expect(int wire, int expected, const std::string& name) const
     {
         if (wire != expected)
-            refuse(name, "wire type " + std::to_string(wire) + ", expected " + std::to_string(expected));
+            refuseModel(name, "wire type " + std::to_string(wire) + ", expected " + std::to_string(expected));
     }
 
 private:
@@ -118,18 +118,18 @@ private:
     std::string m_where;
 };
 
-std::string readString(ProtoReader& reader, int wire, const std::string& name)
+std::string protoString(ProtoReader& reader, int wire, const std::string& name)
 {
-    reader.expect(wire, kBytes, name);
+    reader.expect(wire, kWireBytes, name);
     const std::string_view text = reader.bytes();
     if (const auto bad = firstInvalidUtf8(text))
-        refuse(name, "is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
+        refuseModel(name, "is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
     return std::string(text);
 }
 
-bool readBool(ProtoReader& reader, int wire, const std::string& name)
+bool protoBool(ProtoReader& reader, int wire, const std::string& name)
 {
-    reader.expect(wire, kVarint, name);
+    reader.expect(wire, kWireVarint, name);
     return reader.varint() != 0;
 }
 
@@ -143,15 +143,15 @@ void readPiece(std::string_view message, std::size_t index, SentencePieceSpec& s
     int field = 0, wire = 0;
     while (reader.next(field, wire)) {
         if (field == 1) {
-            piece = readString(reader, wire, where + ".piece");
+            piece = protoString(reader, wire, where + ".piece");
         } else if (field == 2) {
-            reader.expect(wire, kFixed32, where + ".score");
+            reader.expect(wire, kWireFixed32, where + ".score");
             score = reader.fixed32();
         } else if (field == 3) {
-            reader.expect(wire, kVarint, where + ".type");
+            reader.expect(wire, kWireVarint, where + ".type");
             const std::uint64_t value = reader.varint();
             if (value < 1 || value > 6)
-                refuse(where + ".type", std::to_string(value) + " is not a piece type (1 normal, 2 unknown, 3 control, "
+                refuseModel(where + ".type", std::to_string(value) + " is not a piece type (1 normal, 2 unknown, 3 control, "
                                                                  "4 user-defined, 5 unused, 6 byte)");
             type = static_cast<PieceType>(value);
         } else {
@@ -169,21 +169,21 @@ void readTrainerSpec(std::string_view message, SentencePieceSpec& spec)
     int field = 0, wire = 0;
     while (reader.next(field, wire)) {
         if (field == 3) {
-            reader.expect(wire, kVarint, "trainer_spec.model_type");
+            reader.expect(wire, kWireVarint, "trainer_spec.model_type");
             const std::uint64_t value = reader.varint();
             if (value != 1 && value != 2)
-                refuse("trainer_spec.model_type", std::to_string(value) + (value == 3 || value == 4
+                refuseModel("trainer_spec.model_type", std::to_string(value) + (value == 3 || value == 4
                                                                                ? " (WORD or CHAR) is not supported"
                                                                                : " is not a model type")
                                                       + ": KVLens encodes unigram (1) and BPE (2) models");
             spec.algorithm = value == 1 ? SentencePieceSpec::Algorithm::Unigram : SentencePieceSpec::Algorithm::Bpe;
         } else if (field == 35) {
-            spec.byteFallback = readBool(reader, wire, "trainer_spec.byte_fallback");
+            spec.byteFallback = protoBool(reader, wire, "trainer_spec.byte_fallback");
         } else if (field == 24) {
-            spec.treatWhitespaceAsSuffix = readBool(reader, wire, "trainer_spec.treat_whitespace_as_suffix");
+            spec.treatWhitespaceAsSuffix = protoBool(reader, wire, "trainer_spec.treat_whitespace_as_suffix");
         } else if (field == 45 || field == 46 || field == 47) {
             static const char* const kNames[] = {"trainer_spec.unk_piece", "trainer_spec.bos_piece", "trainer_spec.eos_piece"};
-            std::string value = readString(reader, wire, kNames[field - 45]);
+            std::string value = protoString(reader, wire, kNames[field - 45]);
             // The library falls back to its default name when the field is empty.
             if (!value.empty())
                 (field == 45 ? spec.unkPiece : field == 46 ? spec.bosPiece : spec.eosPiece) = std::move(value);
@@ -199,40 +199,40 @@ void readNormalizerSpec(std::string_view message, SentencePieceSpec& spec)
     int field = 0, wire = 0;
     while (reader.next(field, wire)) {
         if (field == 2) {
-            reader.expect(wire, kBytes, "normalizer_spec.precompiled_charsmap");
+            reader.expect(wire, kWireBytes, "normalizer_spec.precompiled_charsmap");
             const std::string_view map = reader.bytes();
             if (map.size() > kMaxCharsmapBytes)
-                refuse("normalizer_spec.precompiled_charsmap", io::byteSizeText(map.size()) + ", above the cap of "
+                refuseModel("normalizer_spec.precompiled_charsmap", io::byteSizeText(map.size()) + ", above the cap of "
                                                                    + io::byteSizeText(kMaxCharsmapBytes));
             spec.charsmap.assign(map);
         } else if (field == 3) {
-            spec.addDummyPrefix = readBool(reader, wire, "normalizer_spec.add_dummy_prefix");
+            spec.addDummyPrefix = protoBool(reader, wire, "normalizer_spec.add_dummy_prefix");
         } else if (field == 4) {
-            spec.removeExtraWhitespaces = readBool(reader, wire, "normalizer_spec.remove_extra_whitespaces");
+            spec.removeExtraWhitespaces = protoBool(reader, wire, "normalizer_spec.remove_extra_whitespaces");
         } else if (field == 5) {
-            spec.escapeWhitespaces = readBool(reader, wire, "normalizer_spec.escape_whitespaces");
+            spec.escapeWhitespaces = protoBool(reader, wire, "normalizer_spec.escape_whitespaces");
         } else {
             reader.skip(wire);
         }
     }
 }
 
-void readModel(std::string_view bytes, std::int32_t maxPieces, SentencePieceSpec& spec)
+void readModelProto(std::string_view bytes, std::int32_t maxPieces, SentencePieceSpec& spec)
 {
     ProtoReader reader(bytes, "ModelProto");
     int field = 0, wire = 0;
     while (reader.next(field, wire)) {
         if (field == 1) {
-            reader.expect(wire, kBytes, "pieces[" + std::to_string(spec.pieces.size()) + "]");
+            reader.expect(wire, kWireBytes, "pieces[" + std::to_string(spec.pieces.size()) + "]");
             if (spec.pieces.size() >= static_cast<std::size_t>(maxPieces))
-                refuse("pieces", "more than " + std::to_string(maxPieces) + " pieces, the most ids this model has ("
+                refuseModel("pieces", "more than " + std::to_string(maxPieces) + " pieces, the most ids this model has ("
                                      + (maxPieces == kMaxVocabSize ? "KVLens's cap" : "its embedding's rows") + ")");
             readPiece(reader.bytes(), spec.pieces.size(), spec);
         } else if (field == 2) {
-            reader.expect(wire, kBytes, "trainer_spec");
+            reader.expect(wire, kWireBytes, "trainer_spec");
             readTrainerSpec(reader.bytes(), spec); // a message given twice merges, as protobuf's does
         } else if (field == 3) {
-            reader.expect(wire, kBytes, "normalizer_spec");
+            reader.expect(wire, kWireBytes, "normalizer_spec");
             readNormalizerSpec(reader.bytes(), spec);
         } else {
             reader.skip(wire);
@@ -325,8 +325,8 @@ Result<SentencePieceSpec> parseSentencePieceModelProto(std::string_view bytes, c
     SentencePieceSpec spec;
     spec.label = label;
     try {
-        readModel(bytes, std::min(maxPieces, kMaxVocabSize), spec);
-    } catch (const Refusal& r) {
+        readModelProto(bytes, std::min(maxPieces, kMaxVocabSize), spec);
+    } catch (const ModelRefusal& r) {
         return Error{label, r.field + ": " + r.message};
     } catch (const std::exception& e) {
         return Error{label, std::string("unreadable tokenizer.model: ") + e.what()};

@@ -48,14 +48,14 @@ const std::vector<PreFamily>& preFamilies()
 }
 
 /// Thrown inside the checks only; tokenizerFromVocab turns it into an Error.
-struct Refusal {
+struct VocabRefusal {
     std::string key;
     std::string message;
 };
 
-[[noreturn]] void refuse(std::string key, std::string message)
+[[noreturn]] void refuseVocab(std::string key, std::string message)
 {
-    throw Refusal{std::move(key), std::move(message)};
+    throw VocabRefusal{std::move(key), std::move(message)};
 }
 
 /// The arrays every model needs, checked: sizes first (nothing is sized by a length or id before).
@@ -63,26 +63,26 @@ void checkArrays(const TokenizerVocab& vocab, std::int32_t embeddingRows)
 {
     const std::size_t n = vocab.tokens.size();
     if (n == 0)
-        refuse("tokenizer.ggml.tokens", "is empty");
+        refuseVocab("tokenizer.ggml.tokens", "is empty");
     if (n > static_cast<std::size_t>(std::min(embeddingRows, kMaxVocabSize)))
-        refuse("tokenizer.ggml.tokens", std::to_string(n) + " tokens, more than the model's embedding has rows ("
+        refuseVocab("tokenizer.ggml.tokens", std::to_string(n) + " tokens, more than the model's embedding has rows ("
                                             + std::to_string(embeddingRows) + ")");
     if (!vocab.scores.empty() && vocab.scores.size() != n)
-        refuse("tokenizer.ggml.scores", std::to_string(vocab.scores.size()) + " scores for " + std::to_string(n) + " tokens");
+        refuseVocab("tokenizer.ggml.scores", std::to_string(vocab.scores.size()) + " scores for " + std::to_string(n) + " tokens");
     if (!vocab.types.empty() && vocab.types.size() != n)
-        refuse("tokenizer.ggml.token_type", std::to_string(vocab.types.size()) + " types for " + std::to_string(n) + " tokens");
+        refuseVocab("tokenizer.ggml.token_type", std::to_string(vocab.types.size()) + " types for " + std::to_string(n) + " tokens");
     for (std::size_t i = 0; i < n; ++i) {
         const std::string key = "tokenizer.ggml.tokens[" + std::to_string(i) + "]";
         if (vocab.tokens[i].size() > kMaxVocabTokenBytes)
-            refuse(key, std::to_string(vocab.tokens[i].size()) + " bytes, above the cap of " + std::to_string(kMaxVocabTokenBytes));
+            refuseVocab(key, std::to_string(vocab.tokens[i].size()) + " bytes, above the cap of " + std::to_string(kMaxVocabTokenBytes));
         if (const auto bad = firstInvalidUtf8(vocab.tokens[i]))
-            refuse(key, "is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
+            refuseVocab(key, "is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
         if (vocab.tokens[i].find('\0') != std::string::npos)
-            refuse(key, "holds a NUL byte");
+            refuseVocab(key, "holds a NUL byte");
         if (!vocab.scores.empty() && !std::isfinite(vocab.scores[i]))
-            refuse("tokenizer.ggml.scores[" + std::to_string(i) + "]", "is not finite");
+            refuseVocab("tokenizer.ggml.scores[" + std::to_string(i) + "]", "is not finite");
         if (!vocab.types.empty() && (vocab.types[i] < 0 || vocab.types[i] > 6))
-            refuse("tokenizer.ggml.token_type[" + std::to_string(i) + "]",
+            refuseVocab("tokenizer.ggml.token_type[" + std::to_string(i) + "]",
                    std::to_string(vocab.types[i]) + " is not a token type (0 undefined .. 6 byte)");
     }
     const std::pair<const char*, const std::optional<std::int32_t>*> ids[] = {
@@ -90,7 +90,7 @@ void checkArrays(const TokenizerVocab& vocab, std::int32_t embeddingRows)
         {"tokenizer.ggml.unknown_token_id", &vocab.unk}, {"tokenizer.ggml.padding_token_id", &vocab.pad}};
     for (const auto& [key, id] : ids)
         if (*id && (**id < 0 || static_cast<std::size_t>(**id) >= n))
-            refuse(key, std::to_string(**id) + " is not a token id (0 to " + std::to_string(n - 1) + ")");
+            refuseVocab(key, std::to_string(**id) + " is not a token id (0 to " + std::to_string(n - 1) + ")");
 }
 
 /// llama.cpp's type of token i: the array's, 1 (normal) when there is none; 0 (undefined) counts as normal.
@@ -247,7 +247,7 @@ Result<std::unique_ptr<Tokenizer>> tokenizerFromVocab(const TokenizerVocab& voca
         return Error{vocab.label, "the embedding has " + std::to_string(embeddingRows) + " rows"};
     try {
         checkArrays(vocab, embeddingRows);
-    } catch (const Refusal& r) {
+    } catch (const VocabRefusal& r) {
         return Error{vocab.label, r.key + ": " + r.message};
     }
     if (vocab.model == "llama")
