@@ -4,12 +4,14 @@
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
 # Seeds: tests/data and resources/examples (tensor files), resources/presets, resources/examples and
-# tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json), tests/data/tokenizers/*.model (tokenizer.model),
-# tests/data/tokenizers/vocab_*.txt (GGUF-style vocabularies in fuzz_tokenizer_vocab's line format), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
+# tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json),
+# tests/data/tokenizers/*.model (tokenizer.model), tests/data/tokenizers/vocab_*.txt (GGUF-style vocabularies in
+# fuzz_tokenizer_vocab's line format), tests/data/gguf/*.gguf (GGUF, the hostile ones included), three argument
+# lists (the option reader), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
 # (default 2) at a time, one core each. Crashing inputs are kept in <fuzz dir>/artifacts/<target>/ and
 # each run's log in <fuzz dir>/fuzz_<target>.log.
 # The targets are built in the ASan tree (build-asan/fuzz/, preset "asan", whose kvlens_core already
-# carries the coverage instrumentation), so after the sanitizer stage only nine small files compile.
+# carries the coverage instrumentation), so after the sanitizer stage only the small target files compile.
 # KVLENS_FUZZ_BUILD_DIR=build-fuzz builds them standalone instead (no Qt, no OpenCL needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 built=()
-for target in npy npz safetensors spec tokenizer_json tokenizer_model tokenizer_vocab hf_config weight_index; do
+for target in npy npz safetensors gguf spec eval_spec eval_shard tokenizer_json tokenizer_model tokenizer_vocab hf_config weight_index cli; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
@@ -47,6 +49,17 @@ fuzz_one() {
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
     cp resources/presets/*.json resources/examples/*.json tests/data/spec_*.json "$corpus"/
+  elif [ "$target" = eval_spec ]; then
+    cp tests/data/eval_specs/*.json "$corpus"/
+  elif [ "$target" = eval_shard ]; then
+    printf 'seed' >"$corpus/empty" # the body of a shard file: the fuzzer builds it from nothing
+  elif [ "$target" = gguf ]; then
+    cp tests/data/gguf/*.gguf "$corpus"/
+  elif [ "$target" = cli ]; then
+    # Seeds: argument lists, one word per NUL.
+    printf '%s\0' d --out o --n 8 --meta a=1 --meta b=2 >"$corpus/values"
+    printf '%s\0' --out=o --x 1e-3 --law gauss -- --quiet >"$corpus/forms"
+    printf '%s\0' --out --quiet --bogus --help >"$corpus/refusals"
   elif [ "$target" = tokenizer_json ]; then
     cp tests/data/tokenizers/*.json "$corpus"/
   elif [ "$target" = tokenizer_model ]; then
