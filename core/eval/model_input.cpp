@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// Token ids read whole, or a text file streamed through the model's tokenizer up to the tokens a run needs.
 #include "core/eval/model_input.h"
 
 #include "core/io/file_read.h"
 #include "core/lm/token_ids.h"
+
+#include <algorithm>
 
 namespace kvlens::eval {
 
@@ -10,13 +13,14 @@ Result<ModelInput> readModelInput(const std::string& modelDir, const std::string
                                   const std::string& tokensFile, bool parseSpecialTokens, int vocab,
                                   std::size_t maxTokens, const std::function<bool()>& cancelled)
 {
-    (void)cancelled;
     ModelInput in;
     if (!tokensFile.empty()) {
         auto ids = lm::readTokenIds(tokensFile);
         if (!ids)
             return ids.error();
         in.tokens = std::move(ids).value();
+        if (maxTokens > 0 && in.tokens.size() > maxTokens)
+            in.tokens.resize(maxTokens);
         in.tokenizer = lm::makeIdsTokenizer(vocab);
         return in;
     }
@@ -26,16 +30,27 @@ Result<ModelInput> readModelInput(const std::string& modelDir, const std::string
     if (!loaded)
         return loaded.error();
     in.tokenizer = std::move(loaded).value();
-    constexpr std::uint64_t kMaxTextBytes = 256ull << 20;
-    auto text = io::readRegularFile(textFile, kMaxTextBytes);
-    if (!text)
-        return text.error();
-    auto encoded = in.tokenizer->encode(*text);
+    auto file = io::RegularFileReader::open(textFile);
+    if (!file)
+        return file.error();
+    if (file->size() > kMaxTextBytes)
+        return Error{textFile, "is " + io::byteSizeText(file->size()) + ", above the cap of "
+                                   + io::byteSizeText(kMaxTextBytes) + " for a text; refused"};
+    std::uint64_t read = 0;
+    const lm::TextReader reader = [&](char* buffer, std::size_t capacity) -> Result<std::size_t> {
+        // A file that grew after it was opened is read no further than the cap.
+        auto got = file->read(buffer, static_cast<std::size_t>(std::min<std::uint64_t>(capacity, kMaxTextBytes - read)));
+        if (got)
+            read += *got;
+        return got;
+    };
+    lm::EncodeControl control;
+    control.maxTokens = maxTokens;
+    control.cancelled = cancelled;
+    auto encoded = in.tokenizer->encodeStream(reader, control);
     if (!encoded)
-        return Error{"text", textFile + ": " + encoded.error().text()};
+        return encoded.error().cancelled() ? encoded.error() : Error{"text", textFile + ": " + encoded.error().text()};
     in.tokens = std::move(encoded).value();
-    if (maxTokens > 0 && in.tokens.size() > maxTokens)
-        in.tokens.resize(maxTokens);
     return in;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <utility>
 
 namespace kvlens::io {
 
@@ -90,6 +91,43 @@ Result<FilePrefix> readRegularFilePrefix(const std::string& path, std::uint64_t 
     if (auto read = readInto(*fd, path, out.bytes); !read)
         return read.error();
     return out;
+}
+
+RegularFileReader::RegularFileReader(int fd, std::string path, std::uint64_t size)
+    : m_fd(fd), m_path(std::move(path)), m_size(size)
+{
+}
+
+RegularFileReader::RegularFileReader(RegularFileReader&& other) noexcept
+    : m_fd(other.m_fd), m_path(std::move(other.m_path)), m_size(other.m_size)
+{
+    other.m_fd = -1;
+}
+
+RegularFileReader::~RegularFileReader()
+{
+    if (m_fd >= 0)
+        ::close(m_fd);
+}
+
+Result<RegularFileReader> RegularFileReader::open(const std::string& path)
+{
+    std::uint64_t size = 0;
+    auto fd = openRegular(path, size);
+    if (!fd)
+        return fd.error();
+    return RegularFileReader(*fd, path, size);
+}
+
+Result<std::size_t> RegularFileReader::read(char* buffer, std::size_t capacity)
+{
+    for (;;) {
+        const ssize_t n = ::read(m_fd, buffer, capacity);
+        if (n >= 0)
+            return static_cast<std::size_t>(n);
+        if (errno != EINTR)
+            return Error{m_path, std::string("read error: ") + std::strerror(errno)};
+    }
 }
 
 Result<std::string> readRegularFile(const std::string& path, std::uint64_t maxBytes)

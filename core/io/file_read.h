@@ -30,6 +30,26 @@ struct FilePrefix {
 };
 Result<FilePrefix> readRegularFilePrefix(const std::string& path, std::uint64_t prefixBytes);
 
+/// A regular file read front to back in blocks, with the refusals of readRegularFile and no size
+/// cap: the caller reads what it needs (a streamed text stops once it has its tokens).
+class RegularFileReader {
+public:
+    static Result<RegularFileReader> open(const std::string& path);
+    RegularFileReader(RegularFileReader&& other) noexcept;
+    RegularFileReader& operator=(RegularFileReader&&) = delete;
+    ~RegularFileReader();
+    /// The file's size when it was opened.
+    std::uint64_t size() const { return m_size; }
+    /// Reads up to `capacity` bytes into `buffer`: how many, 0 at the end of the file.
+    Result<std::size_t> read(char* buffer, std::size_t capacity);
+
+private:
+    RegularFileReader(int fd, std::string path, std::uint64_t size);
+    int m_fd = -1;
+    std::string m_path;
+    std::uint64_t m_size = 0;
+};
+
 /// "16 MiB", "1.5 GiB": a byte count for messages.
 std::string byteSizeText(std::uint64_t bytes);
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -17,14 +18,22 @@ namespace kvlens::lm {
 
 namespace {
 
+/// A session that gives each block's bytes as ids at once.
+class ByteSession final : public EncodeSession {
+public:
+    Status feed(std::string_view block, bool, std::vector<std::int32_t>& out) override
+    {
+        for (const char c : block)
+            out.push_back(static_cast<unsigned char>(c));
+        return Ok{};
+    }
+};
+
 class ByteTokenizer final : public Tokenizer {
 public:
-    Result<std::vector<std::int32_t>> encode(std::string_view text) const override
+    std::unique_ptr<EncodeSession> startEncode(const EncodeControl&) const override
     {
-        std::vector<std::int32_t> ids(text.size());
-        for (std::size_t i = 0; i < text.size(); ++i)
-            ids[i] = static_cast<unsigned char>(text[i]);
-        return ids;
+        return std::make_unique<ByteSession>();
     }
     std::string tokenBytes(std::int32_t id) const override
     {
@@ -35,12 +44,20 @@ public:
     std::string kind() const override { return "bytes"; }
 };
 
+class RefusingSession final : public EncodeSession {
+public:
+    Status feed(std::string_view, bool, std::vector<std::int32_t>&) override
+    {
+        return Error{"", "this model has no tokenizer: give the text as token ids (a .npy of int32 or int64)"};
+    }
+};
+
 class IdsTokenizer final : public Tokenizer {
 public:
     explicit IdsTokenizer(std::int32_t vocabSize) : m_vocabSize(vocabSize) {}
-    Result<std::vector<std::int32_t>> encode(std::string_view) const override
+    std::unique_ptr<EncodeSession> startEncode(const EncodeControl&) const override
     {
-        return Error{"", "this model has no tokenizer: give the text as token ids (a .npy of int32 or int64)"};
+        return std::make_unique<RefusingSession>();
     }
     std::string tokenBytes(std::int32_t id) const override
     {
@@ -105,6 +122,50 @@ Status applyBosRule(Tokenizer& tokenizer, const std::string& configPath)
 }
 
 } // namespace
+
+Result<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text) const
+{
+    if (text.size() > kMaxEncodeBytes)
+        return Error{kind(), "the text is " + io::byteSizeText(text.size()) + ", above the cap of "
+                                 + io::byteSizeText(kMaxEncodeBytes) + " for one encode call (encodeStream has none)"};
+    try {
+        std::vector<std::int32_t> ids;
+        ids.reserve(text.size() / 3 + 16);
+        if (Status s = startEncode(EncodeControl{})->feed(text, true, ids); !s)
+            return s.error();
+        return ids;
+    } catch (const std::exception& e) {
+        return Error{kind(), std::string("encoding failed: ") + e.what()};
+    }
+}
+
+Result<std::vector<std::int32_t>> Tokenizer::encodeStream(const TextReader& read, const EncodeControl& control) const
+{
+    try {
+        const auto session = startEncode(control);
+        std::vector<std::int32_t> ids;
+        std::string block(std::max<std::size_t>(control.blockBytes, 1), '\0');
+        for (;;) {
+            if (control.cancelled && control.cancelled())
+                return Error::cancellation("text");
+            auto got = read(block.data(), block.size());
+            if (!got)
+                return got.error();
+            const bool last = *got == 0;
+            if (Status s = session->feed(std::string_view(block.data(), *got), last, ids); !s)
+                return s.error();
+            // Every id a session has given is final, so the first maxTokens are those of the whole text.
+            if (control.maxTokens > 0 && ids.size() >= control.maxTokens) {
+                ids.resize(control.maxTokens);
+                return ids;
+            }
+            if (last)
+                return ids;
+        }
+    } catch (const std::exception& e) {
+        return Error{kind(), std::string("encoding failed: ") + e.what()};
+    }
+}
 
 std::unique_ptr<Tokenizer> makeByteTokenizer()
 {
@@ -173,7 +234,7 @@ Result<std::unique_ptr<Tokenizer>> loadTokenizer(const std::string& modelDir, st
         if (!root)
             return root.error();
         if (!haveModel || isByteLevelTokenizerJson(*root)) {
-            auto bpe = bpeFromJson(*root, jsonPath, options);
+            auto bpe = bpeFromJson(*root, jsonPath, options, embeddingRows);
             if (!bpe)
                 return bpe.error();
             tokenizer = std::move(*bpe);
@@ -181,7 +242,7 @@ Result<std::unique_ptr<Tokenizer>> loadTokenizer(const std::string& modelDir, st
         }
     }
     if (!tokenizer && haveModel) {
-        auto spm = loadSentencePieceModel(modelPath);
+        auto spm = loadSentencePieceModel(modelPath, embeddingRows);
         if (!spm)
             return spm.error();
         tokenizer = std::move(*spm);

@@ -16,6 +16,12 @@
 
 namespace kvlens::lm {
 
+class BpeTokenizer;
+namespace bpe {
+struct Build;
+Result<std::unique_ptr<BpeTokenizer>> buildTokenizer(Build build);
+} // namespace bpe
+
 /// tokenizer.json is read whole below this size (Llama 3's is 9 MB, Qwen2's 7 MB).
 inline constexpr std::uint64_t kMaxTokenizerJsonBytes = 64ull << 20;
 /// At most this many JSON values (counted as the commas, colons, '[' and '{' outside strings)
@@ -25,8 +31,6 @@ inline constexpr std::uint64_t kMaxTokenizerJsonValues = 8ull << 20;
 /// At most this many added tokens, each at most kMaxAddedTokenBytes long.
 inline constexpr std::size_t kMaxAddedTokens = 1 << 16;
 inline constexpr std::size_t kMaxAddedTokenBytes = 256;
-/// One encode call takes at most this much text (split larger texts at line ends).
-inline constexpr std::uint64_t kMaxEncodeBytes = 1ull << 30;
 
 /// A byte-level BPE tokenizer, as Hugging Face tokenizers runs a tokenizer.json whose model is BPE
 /// over GPT-2's byte-to-character alphabet. Encoding, in order:
@@ -44,11 +48,20 @@ inline constexpr std::uint64_t kMaxEncodeBytes = 1ull << 30;
 /// Cost: merging a pre-token of m bytes takes O(m log m) (a heap of candidate pairs), so the whole
 /// text is O(n log n) with no cap on a pre-token's length; pre-tokens up to 256 bytes are cached
 /// for the duration of one encode call.
+/// Streaming (startEncode): each block is encoded up to the last place where restarting gives
+/// the same ids as going on, proven rather than guessed: no added token can start before it and
+/// end after it (a trie walk that stops inside the text, not at its end), NFC composes nothing
+/// across it (ICU's boundary test), and the pre-tokenizer's regular expressions land on it: the
+/// search runs with PCRE2_PARTIAL_HARD, so a match is taken only when no later text could change it
+/// (a match that reaches the end of the text, or a lookahead past it, waits), and the restart is
+/// exact because the patterns in use look behind nothing and never match the empty string
+/// (SplitRegex::streamable; a pattern that does is not cut, its text waits). What is not yet
+/// decided, at most the pre-token under way and what follows it, is kept for the next block.
 class BpeTokenizer final : public Tokenizer {
 public:
     ~BpeTokenizer() override;
 
-    Result<std::vector<std::int32_t>> encode(std::string_view text) const override;
+    std::unique_ptr<EncodeSession> startEncode(const EncodeControl& control) const override;
     std::string tokenBytes(std::int32_t id) const override;
     std::int32_t vocabSize() const override;
     std::optional<std::int32_t> bos() const override;
@@ -69,8 +82,7 @@ public:
 
 private:
     explicit BpeTokenizer(std::unique_ptr<Impl> impl);
-    friend Result<std::unique_ptr<BpeTokenizer>> bpeFromJson(const nlohmann::json& root, const std::string& label,
-                                                             const TokenizerOptions& options);
+    friend Result<std::unique_ptr<BpeTokenizer>> bpe::buildTokenizer(bpe::Build build);
     std::unique_ptr<Impl> m_impl;
 };
 
@@ -90,11 +102,12 @@ bool isByteLevelTokenizerJson(const nlohmann::json& root);
 
 /// Builds the tokenizer from a parsed tokenizer.json. Implemented, and otherwise refused naming the
 /// JSON key (`label: key: why`):
-///  - model: `type` "BPE"; `vocab` (token -> id, ids in [0, 2^24), no id twice, all 256 byte
-///    symbols present); `merges` as "a b" strings or [a, b] pairs (both parts and their
-///    concatenation in the vocabulary; the index and the merge named when not); `ignore_merges`;
-///    `dropout` null or 0; `unk_token` any (never needed: every byte has a symbol);
-///    `continuing_subword_prefix`/`end_of_word_suffix` null or ""; `byte_fallback` false.
+///  - model: `type` "BPE"; `vocab` (token -> id, ids in [0, idLimit): the model's embedding rows,
+///    checked before anything is sized; no id twice, all 256 byte symbols present); `merges` as
+///    "a b" strings or [a, b] pairs (both parts and their concatenation in the vocabulary; the
+///    index and the merge named when not); `ignore_merges`; `dropout` null or 0; `unk_token` any
+///    (never needed: every byte has a symbol); `continuing_subword_prefix`/`end_of_word_suffix`
+///    null or ""; `byte_fallback` false.
 ///  - normalizer: null, NFC, or a Sequence of those.
 ///  - pre_tokenizer: ByteLevel (`add_prefix_space`, `use_regex`), or a Sequence (nested ones
 ///    flattened) of Split (`pattern` {"Regex"} or {"String"}, every `behavior`, `invert`) and
@@ -102,18 +115,21 @@ bool isByteLevelTokenizerJson(const nlohmann::json& root);
 ///  - post_processor: null, ByteLevel, TemplateProcessing whose `single` is [$A] or
 ///    [special, $A] (BOS: the special token's one id), or a Sequence of those.
 ///  - decoder: null or ByteLevel.
-///  - added_tokens: `id`, `content` (non-empty, unique; at most kMaxAddedTokens of at most
-///    kMaxAddedTokenBytes), `special`, `single_word`, `lstrip`, `rstrip`, `normalized`.
-/// `truncation` and `padding` are ignored: the runner tokenizes whole texts.
+///  - added_tokens: `id` (below idLimit), `content` (non-empty, unique; at most kMaxAddedTokens of
+///    at most kMaxAddedTokenBytes), `special`, `single_word`, `lstrip`, `rstrip`, `normalized`.
+/// `truncation` and `padding` are ignored: the runner tokenizes whole texts. Tables are sized by
+/// the entries the file holds (a 3 KB file naming id 2^24 - 1 allocates nothing for it).
 Result<std::unique_ptr<BpeTokenizer>> bpeFromJson(const nlohmann::json& root, const std::string& label,
-                                                  const TokenizerOptions& options = {});
+                                                  const TokenizerOptions& options = {},
+                                                  std::int32_t idLimit = kMaxVocabSize);
 
 /// parseTokenizerJsonText then bpeFromJson: the pure entry point the fuzz target drives.
 Result<std::unique_ptr<BpeTokenizer>> parseTokenizerJson(std::string_view json, const std::string& label,
-                                                         const TokenizerOptions& options = {});
+                                                         const TokenizerOptions& options = {},
+                                                         std::int32_t idLimit = kMaxVocabSize);
 
 /// Reads `path` (io::readRegularFile, at most kMaxTokenizerJsonBytes) and parses it.
-Result<std::unique_ptr<BpeTokenizer>> loadTokenizerJson(const std::string& path,
-                                                        const TokenizerOptions& options = {});
+Result<std::unique_ptr<BpeTokenizer>> loadTokenizerJson(const std::string& path, const TokenizerOptions& options = {},
+                                                        std::int32_t idLimit = kMaxVocabSize);
 
 } // namespace kvlens::lm

@@ -5,6 +5,8 @@
 #include "core/io/tensor_file.h"
 #include "core/lm/tokenizer_unicode.h"
 
+#include <algorithm>
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -51,52 +53,93 @@ Result<std::shared_ptr<const SplitRegex>> SplitRegex::compile(std::string_view p
         return Error{what, "the pattern " + io::quoteName(pattern) + " does not compile: " + pcre2Message(errorCode)
                                + " (at byte " + std::to_string(errorOffset) + ")"};
     // JIT is an optimisation: where it fails (no JIT on this platform), the interpreter runs.
-    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD); // findAll, findOpen
     std::shared_ptr<SplitRegex> regex(new SplitRegex);
     regex->m_code = code;
     regex->m_what = what;
+    regex->m_pattern.assign(pattern);
+    std::uint32_t lookbehind = 1, minLength = 0;
+    if (pcre2_pattern_info(code, PCRE2_INFO_MAXLOOKBEHIND, &lookbehind) == 0
+        && pcre2_pattern_info(code, PCRE2_INFO_MINLENGTH, &minLength) == 0)
+        regex->m_streamable = lookbehind == 0 && minLength > 0;
     return std::shared_ptr<const SplitRegex>(std::move(regex));
 }
 
-Status SplitRegex::findAll(std::string_view subject, RegexScratch& scratch, std::vector<RegexMatch>& out) const
+Result<int> SplitRegex::searchAt(std::string_view subject, std::size_t start, std::uint32_t options,
+                                 RegexScratch& scratch, RegexMatch& match) const
 {
-    auto* code = static_cast<pcre2_code*>(m_code);
     auto* data = static_cast<pcre2_match_data*>(scratch.m_matchData);
-    auto* context = static_cast<pcre2_match_context*>(scratch.m_context);
-    const auto* text = reinterpret_cast<PCRE2_SPTR>(subject.data());
+    // The subject was checked as UTF-8 once, by the caller.
+    const int rc = pcre2_match(static_cast<pcre2_code*>(m_code), reinterpret_cast<PCRE2_SPTR>(subject.data()),
+                               subject.size(), start, options | PCRE2_NO_UTF_CHECK, data,
+                               static_cast<pcre2_match_context*>(scratch.m_context));
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH && rc != PCRE2_ERROR_PARTIAL)
+        return Error{m_what, "the pattern " + io::quoteName(m_pattern) + ": matching gave up at byte " + std::to_string(start)
+                                 + " of a " + std::to_string(subject.size()) + "-byte piece of text: " + pcre2Message(rc)};
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return rc;
+    // rc == 0: the match succeeded but the ovector (one pair) cannot hold the pattern's groups.
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
+    match = {ovector[0], ovector[1]};
+    if (match.begin > match.end || match.end > subject.size()) // \K inside a lookahead can report such a match
+        return Error{m_what, "the pattern " + io::quoteName(m_pattern)
+                                 + " reported a match ending before it starts (\\K in a lookaround)"};
+    return rc;
+}
+
+Status SplitRegex::findAll(std::string_view subject, RegexScratch& scratch, std::vector<RegexMatch>& out,
+                           const std::function<bool()>& cancelled) const
+{
     const std::size_t n = subject.size();
     std::size_t start = 0;
     bool havePrevious = false;
     std::size_t previousEnd = 0;
-    while (start <= n) {
-        // The subject was checked as UTF-8 once, by the caller.
-        const int rc = pcre2_match(code, text, n, start, PCRE2_NO_UTF_CHECK, data, context);
-        if (rc == PCRE2_ERROR_NOMATCH)
+    for (std::size_t searches = 1; start <= n; ++searches) {
+        if (searches % kRegexPollEvery == 0 && cancelled && cancelled())
+            return Error::cancellation(m_what);
+        RegexMatch m;
+        auto rc = searchAt(subject, start, 0, scratch, m);
+        if (!rc)
+            return rc.error();
+        if (*rc == PCRE2_ERROR_NOMATCH)
             break;
-        if (rc < 0)
-            return Error{m_what, "matching gave up at byte " + std::to_string(start) + " of a "
-                                     + std::to_string(n) + "-byte piece of text: " + pcre2Message(rc)};
-        // rc == 0: the match succeeded but the ovector (one pair) cannot hold the pattern's groups.
-        const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
-        const std::size_t begin = ovector[0], end = ovector[1];
-        if (begin > end || end > n) // \K inside a lookahead can report such a match: refuse it
-            return Error{m_what, "the pattern reported a match ending before it starts (\\K in a lookaround)"};
-        const bool empty = begin == end;
-        if (!(empty && havePrevious && previousEnd == end))
-            out.push_back({begin, end});
+        const bool empty = m.begin == m.end;
+        if (!(empty && havePrevious && previousEnd == m.end))
+            out.push_back(m);
         havePrevious = true;
-        previousEnd = end;
+        previousEnd = m.end;
         if (!empty) {
-            start = end;
+            start = m.end;
             continue;
         }
-        if (end >= n)
+        if (m.end >= n)
             break;
-        std::size_t next = end;
+        std::size_t next = m.end;
         decodeUtf8(subject, next);
         start = next;
     }
     return Ok{};
+}
+
+Status SplitRegex::findOpen(std::string_view subject, RegexScratch& scratch, std::vector<RegexMatch>& out,
+                            OpenEnd& end, const std::function<bool()>& cancelled) const
+{
+    // streamable(): no empty matches, so each search starts where the last match ended.
+    std::size_t start = 0;
+    for (std::size_t searches = 1;; ++searches) {
+        if (searches % kRegexPollEvery == 0 && cancelled && cancelled())
+            return Error::cancellation(m_what);
+        RegexMatch m;
+        auto rc = searchAt(subject, start, PCRE2_PARTIAL_HARD, scratch, m);
+        if (!rc)
+            return rc.error();
+        if (*rc == PCRE2_ERROR_NOMATCH || *rc == PCRE2_ERROR_PARTIAL || m.begin == m.end) {
+            end = {start, *rc == PCRE2_ERROR_NOMATCH ? subject.size() : std::max(start, m.begin)};
+            return Ok{};
+        }
+        out.push_back(m);
+        start = m.end;
+    }
 }
 
 RegexScratch::RegexScratch()

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,8 +21,11 @@ inline constexpr std::size_t kMaxRegexPatternBytes = 4096;
 /// character of a match, more only where a pattern backs off over a run of white space (Llama 3's
 /// \s*[\r\n]+ walks back over every space of a run with no newline): runs of a few million
 /// spaces are refused. A catastrophic pattern such as (a+)+$ hits the limit in well under a second;
-/// each search is bounded so, though a hostile pattern can still make a long text slow.
+/// each search is bounded so, and a cancellation is polled between searches, so a hostile pattern
+/// can make a long text slow but never deaf to a cancel.
 inline constexpr std::uint32_t kRegexMatchLimit = 10'000'000;
+/// findAll polls its cancellation callback every this many searches.
+inline constexpr std::size_t kRegexPollEvery = 256;
 
 /// One match: bytes [begin, end) of the subject.
 struct RegexMatch {
@@ -53,17 +57,42 @@ public:
     /// Appends to `out` every match in `subject` (well-formed UTF-8), left to right, the way
     /// Oniguruma's find_iter (what Hugging Face tokenizers uses) walks a string: each search starts
     /// where the previous match ended; an empty match moves the next search one character on, and an
-    /// empty match right at the end of the previous match is skipped. Refused (naming `what` and the
-    /// byte offset) when PCRE2 gives up: the match limit, its heap limit, or the JIT stack.
-    Status findAll(std::string_view subject, RegexScratch& scratch, std::vector<RegexMatch>& out) const;
+    /// empty match right at the end of the previous match is skipped. Refused (naming `what`, the
+    /// pattern and the byte offset) when PCRE2 gives up: the match limit, its heap limit, or the JIT
+    /// stack. `cancelled` (may be empty) is polled every kRegexPollEvery searches.
+    Status findAll(std::string_view subject, RegexScratch& scratch, std::vector<RegexMatch>& out,
+                   const std::function<bool()>& cancelled = {}) const;
+
+    /// Where findOpen stopped: positions [gapFrom, gapTo) of the subject start no match whatever
+    /// follows it; from gapTo on (gapTo == the subject's size when nothing was found) a match may
+    /// start once more text is known.
+    struct OpenEnd {
+        std::size_t gapFrom = 0;
+        std::size_t gapTo = 0;
+    };
+    /// findAll for a subject that more text may follow (PCRE2_PARTIAL_HARD): appends the matches
+    /// that no continuation can change, and stops at the first search whose outcome depends on what
+    /// follows (a match that reached the end, a lookahead past it). Only for streamable() patterns.
+    Status findOpen(std::string_view subject, RegexScratch& scratch, std::vector<RegexMatch>& out, OpenEnd& end,
+                    const std::function<bool()>& cancelled = {}) const;
+    /// True when restarting the search at the end of a match (or where a match starts after a gap)
+    /// gives the same later matches as continuing: the pattern looks behind no character (PCRE2's
+    /// maximum lookbehind is 0: no \b, no (?<=)) and never matches the empty string.
+    bool streamable() const { return m_streamable; }
 
     const std::string& what() const { return m_what; }
 
 private:
     SplitRegex() = default;
     friend class RegexScratch;
+    /// One search from `start`; rc as pcre2_match returns it, the match in `match`.
+    Result<int> searchAt(std::string_view subject, std::size_t start, std::uint32_t options, RegexScratch& scratch,
+                         RegexMatch& match) const;
+
     void* m_code = nullptr; // pcre2_code_8*
     std::string m_what;
+    std::string m_pattern;
+    bool m_streamable = false;
 };
 
 /// Per-thread matching state (PCRE2 match data, match context with the limits, JIT stack): create

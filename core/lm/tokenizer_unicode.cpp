@@ -3,10 +3,12 @@
 #include "core/lm/tokenizer_unicode.h"
 
 #include <unicode/bytestream.h>
+#include <unicode/edits.h>
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
 #include <unicode/uchar.h>
 
+#include <algorithm>
 #include <array>
 
 namespace kvlens::lm {
@@ -172,6 +174,59 @@ std::optional<std::string> toNfc(std::string_view text)
     out.reserve(text.size());
     icu::StringByteSink<std::string> sink(&out);
     nfc->normalizeUTF8(0, piece, sink, nullptr, status);
+    if (U_FAILURE(status))
+        return std::nullopt;
+    return out;
+}
+
+bool nfcBoundaryBefore(char32_t c)
+{
+    UErrorCode status = U_ZERO_ERROR;
+    const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
+    return U_SUCCESS(status) && nfc != nullptr && nfc->hasBoundaryBefore(static_cast<UChar32>(c));
+}
+
+std::optional<std::size_t> NfcMapped::sourceOffset(std::size_t at) const
+{
+    if (spans.empty())
+        return at;
+    const auto it = std::upper_bound(spans.begin(), spans.end(), at,
+                                     [](std::size_t value, const Span& span) { return value < span.textBegin; });
+    if (it == spans.begin())
+        return at == 0 ? std::optional<std::size_t>(0) : std::nullopt;
+    const Span& span = *(it - 1);
+    const std::size_t inside = at - span.textBegin;
+    if (inside == 0)
+        return span.sourceBegin;
+    if (inside >= span.textLength) // the end of the last span
+        return inside == span.textLength ? std::optional<std::size_t>(span.sourceBegin + span.sourceLength) : std::nullopt;
+    if (span.changed)
+        return std::nullopt;
+    return span.sourceBegin + inside;
+}
+
+std::optional<NfcMapped> toNfcMapped(std::string_view text)
+{
+    NfcMapped out;
+    UErrorCode status = U_ZERO_ERROR;
+    const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
+    if (U_FAILURE(status) || nfc == nullptr)
+        return std::nullopt;
+    const icu::StringPiece piece(text.data(), static_cast<std::int32_t>(text.size()));
+    if (nfc->isNormalizedUTF8(piece, status) && U_SUCCESS(status)) {
+        out.text.assign(text);
+        return out;
+    }
+    status = U_ZERO_ERROR;
+    icu::Edits edits;
+    icu::StringByteSink<std::string> sink(&out.text);
+    nfc->normalizeUTF8(0, piece, sink, &edits, status);
+    if (U_FAILURE(status))
+        return std::nullopt;
+    for (auto it = edits.getFineIterator(); it.next(status);)
+        out.spans.push_back({static_cast<std::size_t>(it.sourceIndex()), static_cast<std::size_t>(it.oldLength()),
+                             static_cast<std::size_t>(it.destinationIndex()), static_cast<std::size_t>(it.newLength()),
+                             static_cast<bool>(it.hasChange())});
     if (U_FAILURE(status))
         return std::nullopt;
     return out;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvlens::lm {
 
@@ -40,6 +41,27 @@ int byteLevelRank(std::uint8_t b);
 /// Normalizer2. Returns `text` unchanged when it is already NFC (checked first; ASCII always is).
 /// nullopt when ICU fails (it reports no failure for well-formed input).
 std::optional<std::string> toNfc(std::string_view text);
+
+/// True when NFC never composes or reorders `c` with what comes before it (ICU's
+/// Normalizer2::hasBoundaryBefore): then NFC(x + y) = NFC(x) + NFC(y) for any y starting with c.
+bool nfcBoundaryBefore(char32_t c);
+
+/// NFC of well-formed UTF-8 with the way back: which source offset each normalized offset starts at.
+struct NfcMapped {
+    std::string text;
+    /// Spans (sourceBegin, sourceLength, textBegin, textLength, changed), in order; empty when the
+    /// source was already NFC (then offsets are equal).
+    struct Span {
+        std::size_t sourceBegin, sourceLength, textBegin, textLength;
+        bool changed;
+    };
+    std::vector<Span> spans;
+    /// The source offset where normalized offset `at` begins: exact inside an unchanged span or at
+    /// the start of a change (or at the end), nullopt inside a change.
+    std::optional<std::size_t> sourceOffset(std::size_t at) const;
+};
+/// nullopt when ICU fails (it reports no failure for well-formed input).
+std::optional<NfcMapped> toNfcMapped(std::string_view text);
 
 /// Unicode character classes, as Rust's char methods and regex crate define them (what Hugging
 /// Face tokenizers uses): General_Category N (Nd, Nl, No: char::is_numeric), White_Space (\s,

@@ -2,13 +2,22 @@
 // The tokenizer loader: which file of a model folder it takes, the BOS rule, the embedding check, and the byte and ids tokenizers.
 #include "core/lm/tokenizer.h"
 
+#include "core/eval/model_input.h"
+#include "core/lm/tokenizer_bpe.h"
+#include "core/lm/tokenizer_sentencepiece.h"
+
 #include "common/sentencepiece_proto.h"
+#include "common/tokenizer_texts.h"
 
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
 
+#include <malloc.h>
+
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,6 +58,21 @@ std::string message(const Result<std::unique_ptr<Tokenizer>>& result)
     return result ? std::string("(loaded)") : result.error().text();
 }
 
+/// Bytes the heap holds now (glibc: small blocks plus mmapped ones).
+std::size_t heapBytes()
+{
+    const struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+}
+
+/// gpt2_tiny.json with one more vocabulary entry, "zzz", at id `id`.
+std::string gpt2WithId(std::int32_t id)
+{
+    json root = json::parse(fixtureText("gpt2_tiny.json"));
+    root["model"]["vocab"]["zzz"] = id;
+    return root.dump();
+}
+
 } // namespace
 
 class TestTokenizer : public QObject {
@@ -64,6 +88,9 @@ private slots:
     void prefersTokenizerModelOverANonByteLevelJson();
     void byteModelWithoutTokenizerFiles();
     void embeddingMustHoldTheIds();
+    void idsCheckedBeforeAnythingIsSized();
+    void encodeStreamDriver();
+    void readModelInputStreams();
     void refusesBadFolders();
 };
 
@@ -254,9 +281,124 @@ void TestTokenizer::embeddingMustHoldTheIds()
     QVERIFY(loadTokenizer(dir.path().toStdString(), 151936));
     const auto small = loadTokenizer(dir.path().toStdString(), 303);
     QVERIFY(!small);
-    QVERIFY2(message(small).find("ids reach 303 but the model's embedding has 303 rows") != std::string::npos,
+    QVERIFY2(message(small).find("added_tokens[3].id: token id 303 is outside [0, 303): the model's embedding has 303 rows")
+                 != std::string::npos,
              message(small).c_str());
     QVERIFY(message(small).find("tokenizer.json") != std::string::npos);
+}
+
+void TestTokenizer::idsCheckedBeforeAnythingIsSized()
+{
+    // The class: a 5 KB tokenizer.json naming id 2^24 - 1 once. Against an embedding of 304 rows it
+    // is refused at that key; on its own (KVLens's cap) it loads, its tables sized by the 272
+    // entries it holds, not by the id (the old reader allocated 512 MiB here).
+    const std::string text = gpt2WithId(kMaxVocabSize - 1);
+    QVERIFY(text.size() < 8192);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    writeFile(dir, "tokenizer.json", text);
+    const auto refused = loadTokenizer(dir.path().toStdString(), 304);
+    QVERIFY(!refused);
+    QVERIFY2(message(refused).find("model.vocab['zzz']: token id 16777215 is outside [0, 304)") != std::string::npos,
+             message(refused).c_str());
+    const std::size_t before = heapBytes();
+    auto loaded = parseTokenizerJson(text, "big-id.json");
+    QVERIFY2(loaded, loaded ? "" : loaded.error().text().c_str());
+    const std::size_t grown = heapBytes() - std::min(before, heapBytes());
+    QVERIFY2(grown < (8u << 20), std::to_string(grown).c_str()); // a few hundred KB in truth
+    QCOMPARE((*loaded)->vocabSize(), kMaxVocabSize);
+    QCOMPARE((*loaded)->tokenBytes(kMaxVocabSize - 1), std::string("zzz"));
+    QCOMPARE((*loaded)->tokenBytes(kMaxVocabSize - 2), std::string());
+    // The same for tokenizer.model: an embedding of 10 rows takes at most 10 pieces.
+    writeFile(dir, "tokenizer.json", "");
+    std::filesystem::remove(dir.filePath("tokenizer.json").toStdString());
+    writeFile(dir, "tokenizer.model", test::unigramModel());
+    const auto pieces = loadTokenizer(dir.path().toStdString(), 10);
+    QVERIFY(!pieces);
+    QVERIFY2(message(pieces).find("pieces: more than 10 pieces") != std::string::npos, message(pieces).c_str());
+}
+
+void TestTokenizer::encodeStreamDriver()
+{
+    const auto bytes = makeByteTokenizer();
+    const std::string text = "hello, streamed world";
+    for (const std::size_t block : {std::size_t(1), std::size_t(4), std::size_t(100)}) {
+        test::BlockReader reader{text, block};
+        EncodeControl control;
+        control.maxTokens = 5;
+        const auto ids = bytes->encodeStream(reader.reader(), control);
+        QVERIFY(ids);
+        QCOMPARE(*ids, (std::vector<std::int32_t>{'h', 'e', 'l', 'l', 'o'}));
+        QVERIFY(reader.given < 5 + block); // read no further than the block holding the fifth byte
+    }
+    test::BlockReader all{text, 3};
+    QCOMPARE(bytes->encodeStream(all.reader(), EncodeControl{})->size(), text.size());
+    // A reader's error and a cancellation come back as they are.
+    const TextReader failing = [](char*, std::size_t) -> Result<std::size_t> { return Error{"disk", "gone"}; };
+    const auto failed = bytes->encodeStream(failing, EncodeControl{});
+    QVERIFY(!failed);
+    QCOMPARE(failed.error().text(), std::string("disk: gone"));
+    EncodeControl cancel;
+    cancel.cancelled = [] { return true; };
+    test::BlockReader never{text, 1};
+    const auto cancelled = bytes->encodeStream(never.reader(), cancel);
+    QVERIFY(!cancelled && cancelled.error().cancelled());
+    QCOMPARE(never.given, std::size_t(0));
+    // The ids tokenizer refuses text whichever way it comes.
+    test::BlockReader ids{text, 4};
+    QVERIFY(!makeIdsTokenizer(10)->encodeStream(ids.reader(), EncodeControl{}));
+}
+
+void TestTokenizer::readModelInputStreams()
+{
+    // A 40 MB text: asking for 1000 tokens reads a few blocks of it, and they are the first 1000
+    // of the whole text's ids.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    writeFile(dir, "tokenizer.json", fixtureText("gpt2_tiny.json"));
+    std::string paragraph;
+    for (const std::string& t : test::stressTexts(3, 50, 10, false))
+        paragraph += t + "\n";
+    std::string text;
+    while (text.size() < (40u << 20))
+        text += paragraph;
+    writeFile(dir, "text.txt", text);
+    const std::string model = dir.path().toStdString(), textPath = dir.filePath("text.txt").toStdString();
+    const auto start = std::chrono::steady_clock::now();
+    const auto first = eval::readModelInput(model, textPath, "", true, 304, 1000);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    QVERIFY2(first, first ? "" : first.error().text().c_str());
+    QCOMPARE(first->tokens.size(), std::size_t(1000));
+    const auto whole = first->tokenizer->encode(text.substr(0, 1u << 20));
+    QVERIFY(whole && whole->size() > 1000);
+    QCOMPARE(first->tokens, std::vector<std::int32_t>(whole->begin(), whole->begin() + 1000));
+    QVERIFY2(seconds < 5.0, std::to_string(seconds).c_str()); // it did not tokenize 40 MB
+    // Cancelled while reading: the cancellation error, not a message about the text.
+    std::atomic<int> polls{0};
+    const auto cancelled = eval::readModelInput(model, textPath, "", true, 304, 0, [&] { return ++polls > 2; });
+    QVERIFY(!cancelled);
+    QVERIFY(cancelled.error().cancelled());
+    // Above the cap: refused before reading (a sparse file).
+    const std::string huge = dir.filePath("huge.txt").toStdString();
+    writeFile(dir, "huge.txt", "x");
+    std::filesystem::resize_file(huge, eval::kMaxTextBytes + 1);
+    const auto capped = eval::readModelInput(model, huge, "", true, 304);
+    QVERIFY(!capped);
+    QVERIFY2(capped.error().text().find("above the cap of 256 MiB") != std::string::npos, capped.error().text().c_str());
+    // A .npy is cut to the tokens asked for.
+    std::string npy("\x93NUMPY\x01\x00", 8);
+    std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }";
+    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    npy += static_cast<char>(header.size());
+    npy += '\0';
+    npy += header;
+    for (const std::int32_t id : {5, 6, 7, 8})
+        npy.append(reinterpret_cast<const char*>(&id), 4);
+    writeFile(dir, "ids.npy", npy);
+    const auto ids = eval::readModelInput(model, "", dir.filePath("ids.npy").toStdString(), true, 304, 3);
+    QVERIFY2(ids, ids ? "" : ids.error().text().c_str());
+    QCOMPARE(ids->tokens, (std::vector<std::int32_t>{5, 6, 7}));
 }
 
 void TestTokenizer::refusesBadFolders()
