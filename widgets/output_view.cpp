@@ -1009,7 +1009,7 @@ void OutputView::startRun()
         auto set = [&](const std::string& stage) { progress->setStage(stage); };
         if (!model || loadedDir != missing.modelDir) {
             set("loading " + missing.modelDir);
-            auto config = lm::loadHfConfig(missing.modelDir);
+            auto config = lm::openModelSource(missing.modelDir); // a Hugging Face folder or a GGUF file
             if (!config) {
                 out.error = QString::fromStdString(config.error().text());
                 return out;
