@@ -72,8 +72,9 @@ std::vector<cli::Option> mainOptionRows()
                   "run only shard i of n (0 <= i < n) of the spec's trials, for a job array; bring the n "
                   "directories together with kvlens merge"),
         cli::text("--reuse", "DIR",
-                  "take the trials an earlier --batch or --shard directory computed (same data, scheme, budget, "
-                  "seed and backend); compute only the others"),
+                  "take what an earlier run DIR computed: the trials of an earlier --batch or --shard directory (same "
+                  "data, scheme, budget, seed and backend), or the configurations of an earlier evaluation of the same "
+                  "model, text and settings; compute only the others"),
         cli::flag("--reproduce",
                   "run the shipped presets and write DIR/report.html: every claim of papers A, B and C with its "
                   "measured figure, interval or p-value and computed verdict, plus figures and CSVs"),
@@ -183,6 +184,7 @@ int runEvalSpecMode(const cli::Arguments& args, std::ostream& out, std::ostream&
     options.spec = std::move(spec).value();
     options.spec.threads = static_cast<int>(args.integer("--threads", options.spec.threads));
     options.outDir = args.value("--out");
+    options.reuseDir = withoutTrailingSlashes(args.value("--reuse"));
     options.quiet = args.has("--quiet");
     options.figures = !args.has("--no-figures");
     const auto figure = figureOptions(args, options.figures);
@@ -359,11 +361,12 @@ std::vector<Command> makeModes()
                         pick({"--batch", "--validate", "--out", "--threads", "--quiet", "--device"}, {"--out"}),
                         NeedsApplication::No, runBatchMode));
     rows.push_back(mode("--batch EVAL.json", "an evaluation (EVAL.json)",
-                        "kvlens --batch EVAL.json --out DIR [--threads N] [--shard i/n] [--quiet] [--no-figures] [figure options]",
+                        "kvlens --batch EVAL.json --out DIR [--threads N] [--shard i/n] [--reuse OLD] [--quiet] [--no-figures]\n"
+                        "       [figure options]",
                         "run an eval spec (kvlens eval's spec.json) and write what kvlens eval writes; with --shard, a fixed "
                         "1/n of its chunks for kvlens merge",
-                        pick({"--batch", "--out", "--threads", "--shard", "--quiet", "--no-figures", "--width", "--dpi",
-                              "--font-family", "--font-size"},
+                        pick({"--batch", "--out", "--threads", "--shard", "--reuse", "--quiet", "--no-figures", "--width",
+                              "--dpi", "--font-family", "--font-size"},
                              {"--out"}),
                         NeedsApplication::ForFigures, runEvalSpecMode));
     rows.push_back(mode("--reproduce", "--reproduce",
