@@ -4,6 +4,8 @@
 #include "core/io/file_read.h"
 #include "core/lm/token_ids.h"
 
+#include <filesystem>
+
 namespace kvlens::eval {
 
 Result<ModelInput> readModelInput(const std::string& modelDir, const std::string& textFile,
@@ -20,6 +22,11 @@ Result<ModelInput> readModelInput(const std::string& modelDir, const std::string
         in.tokenizer = lm::makeIdsTokenizer(vocab);
         return in;
     }
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(modelDir, ec)) // a GGUF file (lm::openModelSource)
+        return Error{modelDir, "text needs the tokenizer of the file's tokenizer.ggml.* metadata, which is not "
+                               "implemented yet (lm::vocabFromGguf reads it; tokenizerFromVocab is to come): give "
+                               "token ids (--tokens FILE.npy)"};
     lm::TokenizerOptions options;
     options.parseSpecialTokens = parseSpecialTokens;
     auto loaded = lm::loadTokenizer(modelDir, vocab, options);

@@ -349,6 +349,29 @@ Result<ModelConfig> configFromGguf(const io::GgufFile& gguf, const std::string& 
     return configFromGguf(gguf, label, map->bytes());
 }
 
+Checkpoint checkpointFromGguf(const io::GgufFile& gguf, std::span<const std::uint8_t> fileBytes,
+                              std::shared_ptr<const io::MappedFile> file)
+{
+    Checkpoint cp;
+    cp.format = CheckpointFormat::Gguf;
+    cp.describe = gguf.path;
+    for (const io::GgufTensor& t : gguf.tensors) {
+        if (t.offset > fileBytes.size() || t.bytes > fileBytes.size() - t.offset)
+            continue; // not this file's header (parseGgufHeader checks every range against the size)
+        CheckpointTensor c;
+        c.name = t.name;
+        c.type = t.type;
+        c.storedType = std::string(ggml::ggmlName(t.type));
+        c.shape.assign(t.dims.rbegin(), t.dims.rend()); // GGUF lists dims innermost first
+        c.data = fileBytes.data() + t.offset;
+        c.bytes = t.bytes;
+        c.path = gguf.path;
+        c.file = file;
+        cp.tensors.emplace(t.name, std::move(c));
+    }
+    return cp;
+}
+
 Result<Checkpoint> openGgufCheckpoint(const std::string& path, const io::GgufFile& gguf)
 {
     auto mapped = io::MappedFile::open(path);
@@ -358,21 +381,8 @@ Result<Checkpoint> openGgufCheckpoint(const std::string& path, const io::GgufFil
     if (file->size() != gguf.fileSize)
         return Error{path, "the file changed since its header was read (" + std::to_string(file->size())
                                + " bytes, the header was read from " + std::to_string(gguf.fileSize) + ")"};
-    Checkpoint cp;
-    cp.format = CheckpointFormat::Gguf;
+    Checkpoint cp = checkpointFromGguf(gguf, file->bytes(), file);
     cp.describe = path;
-    for (const io::GgufTensor& t : gguf.tensors) {
-        CheckpointTensor c;
-        c.name = t.name;
-        c.type = t.type;
-        c.storedType = std::string(ggml::ggmlName(t.type));
-        c.shape.assign(t.dims.rbegin(), t.dims.rend()); // GGUF lists dims innermost first
-        c.data = file->data() + t.offset;
-        c.bytes = t.bytes;
-        c.path = path;
-        c.file = file;
-        cp.tensors.emplace(t.name, std::move(c));
-    }
     return cp;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/common/result.h"
 #include "core/io/gguf.h"
+#include "core/io/mapped_file.h"
 #include "core/lm/checkpoint.h"
 #include "core/lm/hf_config.h"
 #include "core/lm/weights.h"
@@ -49,6 +50,12 @@ Result<ModelConfig> configFromGguf(const io::GgufFile& gguf, const std::string& 
 /// The same for a header read from the file `gguf.path` (readGgufHeader): that file is mapped (no
 /// read-ahead) only when a rope_freqs tensor must be read.
 Result<ModelConfig> configFromGguf(const io::GgufFile& gguf, const std::string& label);
+
+/// The tensors `gguf` describes inside `fileBytes` (the whole file): one CheckpointTensor per tensor
+/// (shape = dims reversed, outermost first; its ggml type; data = fileBytes + its offset; its bytes),
+/// `file` keeping the bytes alive (null: the caller does). A tensor outside `fileBytes` is left out.
+Checkpoint checkpointFromGguf(const io::GgufFile& gguf, std::span<const std::uint8_t> fileBytes,
+                              std::shared_ptr<const io::MappedFile> file = nullptr);
 
 /// The tensors of the GGUF file at `path`, whose header is `gguf`: the file is mapped once
 /// (io::MappedFile) and every tensor is a CheckpointTensor (shape = dims reversed, outermost first;

@@ -8,6 +8,8 @@ target_sources(kvlens_core PRIVATE
   lm/checkpoint.h
   lm/gguf_model.cpp
   lm/gguf_model.h
+  lm/gguf_vocab.cpp
+  lm/gguf_vocab.h
   lm/hf_config.cpp
   lm/hf_config.h
   lm/next_token_stats.cpp
