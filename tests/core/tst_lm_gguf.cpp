@@ -296,10 +296,10 @@ class TestLmGguf : public QObject {
 
     std::string path(const std::string& name) const { return m_tmp.filePath(QString::fromStdString(name)).toStdString(); }
 
-    /// `folder` copied under the temporary directory with config.json edited by `edit`.
-    std::string editedFolder(const std::string& folder, const std::function<void(QJsonObject&)>& edit)
+    /// `folder` copied to `copy` under the temporary directory with config.json edited by `edit`.
+    std::string editedFolder(const std::string& folder, const std::string& copy, const std::function<void(QJsonObject&)>& edit)
     {
-        const std::string from = kModels + "/" + folder, to = path(folder + "_edited");
+        const std::string from = kModels + "/" + folder, to = path(copy);
         QDir().mkpath(QString::fromStdString(to));
         QFile::copy(QString::fromStdString(from + "/model.safetensors"), QString::fromStdString(to + "/model.safetensors"));
         QFile in(QString::fromStdString(from + "/config.json"));
@@ -410,7 +410,7 @@ private slots:
     void ropeFreqs()
     {
         const double factor = 8.0, low = 1.0, high = 4.0, original = 32.0;
-        const std::string dir = editedFolder("llama_gqa", [&](QJsonObject& c) {
+        const std::string dir = editedFolder("llama_gqa", "llama3", [&](QJsonObject& c) {
             c["rope_scaling"] = QJsonObject{{"rope_type", "llama3"},
                                             {"factor", factor},
                                             {"low_freq_factor", low},
@@ -435,11 +435,26 @@ private slots:
         QVERIFY(unscaled > 1e-3); // the scaling matters for these tokens
     }
 
+    /// rope.scaling.type linear with rope.scaling.factor: the logits of rope_scaling linear in config.json.
+    void linearRope()
+    {
+        const std::string dir = editedFolder("llama_gqa", "linear", [](QJsonObject& c) {
+            c["rope_scaling"] = QJsonObject{{"type", "linear"}, {"factor", 4.0}};
+        });
+        GgufWriter w = convertFolder(kModels + "/llama_gqa", Matrices::F32);
+        w.string("llama.rope.scaling.type", "linear").f32("llama.rope.scaling.factor", 4.0f);
+        w.write(path("linear.gguf"));
+        const auto tokens = readTokens(kModels + "/llama_gqa/tokens.npy");
+        const RowMatrixXf scaled = logitsOf(dir, tokens);
+        KVLENS_VERIFY_IN_RANGE(relativeError(logitsOf(path("linear.gguf"), tokens), scaled), 0.0, 1e-5);
+        QVERIFY(relativeError(logitsOf(kModels + "/llama_gqa", tokens), scaled) > 1e-3);
+    }
+
     /// llama.attention.sliding_window makes a Mistral: the logits of MistralForCausalLM with the same
     /// sliding_window in config.json.
     void slidingWindow()
     {
-        const std::string dir = editedFolder("llama_gqa", [](QJsonObject& c) {
+        const std::string dir = editedFolder("llama_gqa", "mistral", [](QJsonObject& c) {
             c["architectures"] = QJsonArray{"MistralForCausalLM"};
             c["model_type"] = "mistral";
             c["sliding_window"] = 3;
