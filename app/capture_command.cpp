@@ -74,7 +74,7 @@ cli::Syntax captureSyntax()
              cli::text("--layers", "all|L,A-B,...", "the layers kept, increasing (default all)"),
              cli::choice("--dtype", {"f16", "f32"}, "the dump's float type (default f16)"),
              cli::integer("--threads", "N", 0, 1024, "worker threads of the forward (0: one per core)"),
-             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: half of physical memory)"),
+             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: 85 % of physical memory)"),
              cli::flag("--no-special", "byte-level BPE: do not match special tokens in the text"),
              cli::text("--meta", "KEY=VALUE", "added to the dump's __metadata__ (not a key the dump writes itself)")
                  .isRepeatable(),

@@ -332,7 +332,8 @@ std::vector<Command> makeSubcommands()
                               withFigureOptions(mergeSyntax()), NeedsApplication::ForFigures, runMergeRow));
     rows.push_back(subcommand("compare", "kvlens compare DIR_A DIR_B --out DIR [--paired] [--no-figures] [figure options]",
                               "two finished runs: the spec fields that differ, and per grid point, scheme and budget in "
-                              "both, B - A with its interval and the seed-level test",
+                              "both, B - A with its interval and the seed-level test; or two evaluations of one model "
+                              "and text: B - A per configuration paired over chunks, and per token",
                               withFigureOptions(compareSyntax()), NeedsApplication::ForFigures, runCompareRow));
     return rows;
 }

@@ -5,11 +5,13 @@
 #include "app/batch.h"
 #include "app/eval_command.h"
 #include "app/interrupt.h"
+#include "core/analysis/eval_compare.h"
 #include "core/analysis/run_compare.h"
 #include "core/experiment/runner.h"
 #include "core/io/atomic_file.h"
 #include "core/io/json_text.h"
 #include "core/io/staged_dir.h"
+#include "core/spec/eval_spec.h"
 #include "core/spec/spec_json.h"
 #include "widgets/figure_export.h"
 #include "widgets/run_compare_view.h"
@@ -58,7 +60,10 @@ cli::Syntax compareSyntax()
              cli::flag("--paired", "refuse where the seeds cannot be paired (the runs drew different data, or share no "
                                    "seed) instead of using the unpaired test over the two groups of seeds"),
              cli::flag("--no-figures", "write the tables only")},
-            {"DIR_A DIR_B", "run directories", "two finished runs (written by --batch or kvlens merge)", 2, 2}};
+            {"DIR_A DIR_B", "run directories",
+              "two finished experiment runs (written by --batch or kvlens merge), or two evaluations of one model on "
+              "one text (kvlens eval: eval_comparison.csv and compare_tokens.csv, B - A paired over chunks)",
+              2, 2}};
 }
 
 CompareOptions compareOptionsFrom(const cli::Arguments& args)
@@ -85,7 +90,8 @@ std::string whatIsNotARun(const std::string& dir)
     if (has("manifest.json"))
         return {}; // a run, or a shard: readRunDirectory says which
     if (isEvalSpecFile(dir + "/spec.json") || has("eval_summary.csv"))
-        return "an evaluation's output (kvlens eval or --batch EVAL.json), not an experiment run";
+        return "an evaluation's output without its record (eval_shard.bin and manifest.json: written last, by this "
+               "version's kvlens eval; a run that was stopped leaves none)";
     if (has("report.html") && has("presets"))
         return "a --reproduce report, not a run (each of its presets/<preset> folders is one)";
     if (has("validation.csv"))
@@ -100,17 +106,107 @@ std::string whatIsNotARun(const std::string& dir)
     return "a folder without a KVLens run in it (no manifest.json, no spec.json)";
 }
 
+namespace {
+
+/// An evaluation's folder (its spec is an eval spec), finished or not.
+bool isEvalOutput(const std::string& dir)
+{
+    std::error_code ec;
+    return isEvalSpecFile(dir + "/spec.json") || std::filesystem::exists(dir + "/eval_summary.csv", ec);
+}
+
+int writeEvalComparison(const CompareOptions& options, const eval::EvalShardInput& a, const eval::EvalShardInput& b,
+                        const EvalComparison& comparison, std::ostream& out, std::ostream& err)
+{
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens compare: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
+    auto runEntry = [](const eval::EvalShardInput& r) {
+        return nlohmann::json{{"dir", absolute(r.dir)},
+                              {"spec_hash", hex64(r.manifest.identity.specHash)},
+                              {"model_hash", hex64(r.result.modelHash)},
+                              {"tokens_hash", hex64(r.result.tokensHash)},
+                              {"configurations", r.result.configurations.size()},
+                              {"spec", nlohmann::json::parse(evalSpecToJson(r.result.spec))}};
+    };
+    const nlohmann::json runs{{"format", "kvlens-compare-eval"}, {"format_version", 1}, {"a", runEntry(a)}, {"b", runEntry(b)}};
+    const std::pair<std::string, std::string> files[] = {
+        {"eval_comparison.csv", evalComparisonCsv(comparison)},
+        {"compare_tokens.csv", compareTokensCsv(comparison, a.result, b.result)},
+        {"runs.json", io::dumpJson(runs, 2) + "\n"},
+    };
+    int written = 0;
+    for (const auto& file : files) {
+        if (auto w = writeFileAtomic(staged->path() + "/" + file.first, file.second); !w) {
+            err << "kvlens compare: " << w.error().text() << staged->spaceNote() << "\n";
+            written = kExitFailed;
+            break;
+        }
+        if (InterruptScope::interrupted()) {
+            written = InterruptScope::exitStatus();
+            break;
+        }
+    }
+    std::ostringstream report;
+    report << "KVLens compare (evaluations): A = " << options.dirA << ", B = " << options.dirB << "; "
+           << comparison.shared.size() << " configurations in both, " << comparison.onlyA.size() << " only in A, "
+           << comparison.onlyB.size() << " only in B; " << comparison.tokens << " scored tokens over "
+           << comparison.chunks << " chunks each\n"
+           << evalComparisonText(comparison) << "wrote " << options.outDir
+           << "/{eval_comparison.csv, compare_tokens.csv, runs.json}\n";
+    return finishRun(*staged, written, report.str(), out, err);
+}
+
+/// Two evaluations: each read from its record (eval_shard.bin, checked against its manifest), compared
+/// token by token when they scored the same tokens of the same model.
+int runEvalCompare(const CompareOptions& options, std::ostream& out, std::ostream& err)
+{
+    auto a = readEvalRecord(options.dirA);
+    if (!a) {
+        err << "kvlens compare: " << a.error().text() << "\n";
+        return kExitRefused;
+    }
+    auto b = readEvalRecord(options.dirB);
+    if (!b) {
+        err << "kvlens compare: " << b.error().text() << "\n";
+        return kExitRefused;
+    }
+    auto comparison = compareEvals(a->result, b->result);
+    if (!comparison) {
+        err << "kvlens compare: " << comparison.error().text() << "\n";
+        return kExitRefused;
+    }
+    if (options.paired)
+        err << "kvlens compare: --paired: evaluations are always paired (by chunk, on the same tokens)\n";
+    return writeEvalComparison(options, *a, *b, *comparison, out, err);
+}
+
+} // namespace
+
 int runCompare(const CompareOptions& options, std::ostream& out, std::ostream& err)
 {
-    for (const std::string* dir : {&options.dirA, &options.dirB}) {
+    for (const std::string* dir : {&options.dirA, &options.dirB})
         if (samePath(*dir, options.outDir)) {
             err << "kvlens compare: --out " << options.outDir << " is one of the runs compared; choose another\n";
             return kExitRefused;
         }
+    const bool evalA = isEvalOutput(options.dirA), evalB = isEvalOutput(options.dirB);
+    if (evalA && evalB)
+        return runEvalCompare(options, out, err);
+    if (evalA != evalB) {
+        err << "kvlens compare: " << (evalA ? options.dirA : options.dirB) << " is an evaluation and "
+            << (evalA ? options.dirB : options.dirA)
+            << " is not: compare takes two experiment runs or two evaluations\n";
+        return kExitRefused;
+    }
+    for (const std::string* dir : {&options.dirA, &options.dirB}) {
         // Said plainly: what the folder is and what compare takes, not only that a file is missing.
         if (const std::string what = whatIsNotARun(*dir); !what.empty()) {
             err << "kvlens compare: " << *dir << ": " << what << "; compare takes two finished experiment runs "
-                << "(written by --batch SPEC.json or kvlens merge)\n";
+                << "(written by --batch SPEC.json or kvlens merge) or two evaluations (kvlens eval)\n";
             return kExitRefused;
         }
     }

@@ -161,7 +161,7 @@ double productGflops(const WeightMatrix& w, int rows, int threads)
 /// One model at its real size: load (memory-mapped, stored types), the product rate of its MLP
 /// matrix, a forward of `ctx` tokens scoring the second half as kvlens eval does, peak RSS against
 /// the mapped weights.
-int benchModel(const std::string& path, int ctx, int threads)
+int benchModel(const std::string& path, int ctx, int threads, int runs)
 {
     LoadOptions options;
     options.threads = threads;
@@ -193,7 +193,7 @@ int benchModel(const std::string& path, int ctx, int threads)
                 std::exit(1);
             }
         },
-        3, 1);
+        runs, runs > 1 ? 1 : 0);
     const double flops = c.flopsPerToken(ctx) * ctx - 2.0 * c.hidden * double(c.vocab) * half.logitsStart;
     const double floorMs = flops / (rate * 1e6);
     const auto [peak, now] = residentBytes();
@@ -203,6 +203,11 @@ int benchModel(const std::string& path, int ctx, int threads)
                 ctx, ms, ctx / (ms / 1000.0), floorMs, ms / floorMs);
     std::printf("  peak RSS %.0f MiB = mapped %.0f MiB %+.1f %% (now %.0f MiB)\n", peak / 1048576.0, mapped / 1048576.0,
                 100.0 * (double(peak) / double(mapped) - 1.0), now / 1048576.0);
+    const MemoryEstimate& e = m->memoryEstimate();
+    std::printf("  memory estimate %.0f MiB (mapped %.0f, resident %.0f, one forward %.0f, panels %.0f): peak RSS = %.2fx "
+                "the estimate\n",
+                e.total() / 1048576.0, e.mappedBytes / 1048576.0, e.residentBytes / 1048576.0, e.activationBytes / 1048576.0,
+                e.transientBytes / 1048576.0, double(peak) / double(e.total()));
     return 0;
 }
 
@@ -223,7 +228,7 @@ int main(int argc, char** argv)
     int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::string models = KVLENS_MODELS_DIR;
     std::vector<std::string> modelPaths;
-    int ctx = 512;
+    int ctx = 512, runs = 3;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--threads" && i + 1 < argc)
@@ -234,19 +239,22 @@ int main(int argc, char** argv)
             modelPaths.push_back(argv[++i]);
         else if (a == "--ctx" && i + 1 < argc)
             ctx = std::max(4, std::atoi(argv[++i]));
+        else if (a == "--runs" && i + 1 < argc)
+            runs = std::max(1, std::atoi(argv[++i]));
         else {
-            std::printf("usage: kvlens-lm-bench [--threads N] [--models DIR] [--model PATH [--ctx N]]...\n"
+            std::printf("usage: kvlens-lm-bench [--threads N] [--models DIR] [--model PATH [--ctx N] [--runs N]]...\n"
                         "Tokens/s and GFLOP/s of one 512-token forward, against the FLOP floor at the SGEMM rate of this run.\n"
                         "--model: a model folder or GGUF file at its real size: load time, the product rate of its\n"
                         "stored type, a forward of --ctx tokens against the floor at that rate, peak RSS against the\n"
-                        "mapped weights (scripts/make_large_model.py writes random-weight ones).\n");
+                        "mapped weights and the memory estimate (scripts/make_large_model.py writes random-weight ones);\n"
+                        "--runs: forwards timed, their median (default 3, after a warm-up; 1: no warm-up).\n");
             return a == "--help" || a == "-h" ? 0 : 2;
         }
     }
     if (!modelPaths.empty()) {
         retainFreedMemory();
         for (const std::string& path : modelPaths)
-            if (const int status = benchModel(path, ctx, threads); status != 0)
+            if (const int status = benchModel(path, ctx, threads, runs); status != 0)
                 return status;
         return 0;
     }

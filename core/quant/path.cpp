@@ -217,133 +217,175 @@ void roundTripByToken(const QuantizerPlan& q, const Eigen::Ref<const RowMatrixXf
 
 } // namespace
 
-PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries,
-                      CodecPrimitives& prims, std::vector<std::string>* cpuStages)
-{
-    assert(x.cols() == plan.d && "encodePath: x must have d columns");
-    CodecPrimitives& cpu = cpuPrimitives();
-    auto noteCpu = [&](const std::string& what) {
-        if (cpuStages && std::find(cpuStages->begin(), cpuStages->end(), what) == cpuStages->end())
-            cpuStages->push_back(what);
-    };
-    PathResult out;
-    int saturated = 0;
-    const bool anyResidual = !plan.residuals.empty();
-    const QuantizerPlan& quantizer = *plan.quantizer;
-    const bool deviceCodebook = quantizer.codebook() && plan.tokenBits.empty() && prims.offers(Primitive::NormCodebook);
+namespace {
 
-    // Transforms, then the quantizer. One signed WHT followed by a norm + codebook quantizer is
-    // fused (no rotated copy is kept unless a residual needs it). Intermediates are released as
-    // soon as no later stage reads them (at paper scale each is 16 MB).
-    Mat stored, xHat;
+/// One encode of a path, in its phases: transforms and the quantizer, the queries' scores against the
+/// quantized rows, the residual stages, the transforms undone. Each phase runs on the primitives that
+/// offer it (the rest on the CPU, noted in `cpuStages`); intermediates are released as soon as no
+/// later phase reads them (at paper scale each is 16 MB).
+class PathEncode {
+public:
+    PathEncode(const PathPlan& plan, CodecPrimitives& prims, std::vector<std::string>* cpuStages)
+        : m_plan(plan), m_prims(prims), m_cpu(cpuPrimitives()), m_cpuStages(cpuStages)
     {
-        Mat X = prims.view(x);
-        const std::vector<float>* onlySigns = plan.transforms.size() == 1 ? plan.transforms.front()->whtSigns() : nullptr;
-        if (onlySigns && deviceCodebook && prims.offers(Primitive::RotateNormCodebook)) {
-            xHat = prims.rotateNormCodebook(X, *onlySigns, *quantizer.codebook(), quantizer.scalarFormat(), saturated,
-                                            anyResidual ? &stored : nullptr);
-        } else {
-            stored = std::move(X);
-            CodecPrimitives* at = &prims;
-            for (std::size_t i = 0; i < plan.transforms.size(); ++i) {
-                const TransformPlan& t = *plan.transforms[i];
-                if (const auto* signs = t.whtSigns(); signs && at->offers(Primitive::Rotate)) {
-                    stored = at->rotate(stored, *signs);
-                } else {
-                    if (at != &cpu)
-                        noteCpu(plan.config.transforms[i].kind);
-                    stored = forwardOnCpu(t, stored, *at);
-                    at = &cpu;
-                }
-            }
-            if (deviceCodebook) {
-                stored = moveTo(stored, *at, prims);
-                xHat = prims.normCodebook(stored, *quantizer.codebook(), quantizer.scalarFormat(), saturated);
-            } else {
-                if (&prims != &cpu)
-                    noteCpu(plan.config.quantizer.kind);
-                RowMatrixXf scratch, hat;
-                const auto xr = hostView(stored, *at, scratch);
-                if (!plan.tokenBits.empty())
-                    roundTripByToken(quantizer, xr, plan.tokenBits, hat, saturated);
-                else
-                    quantizer.roundTrip(xr, plan.bits, hat, saturated);
-                xHat = &prims == &cpu ? hostMat(std::move(hat)) : prims.upload(hat);
-                stored = anyResidual ? moveTo(stored, *at, prims) : Mat{};
-            }
-        }
     }
 
-    // Queries into the stored basis, and the cache's scores from the quantized rows.
-    Mat Q, scores, baseScores;
-    if (queries) {
-        Q = prims.view(*queries);
-        CodecPrimitives* at = &prims;
-        for (const auto& t : plan.transforms) {
-            if (const auto* signs = t->whtSigns(); signs && at->offers(Primitive::Rotate)) {
-                Q = at->rotate(Q, *signs);
-            } else {
-                Q = forwardOnCpu(*t, Q, *at);
-                at = &cpu;
-            }
-        }
-        Q = moveTo(Q, *at, prims);
-        scores = prims.gemmNT(Q, xHat, plan.scoreScale);
-    }
-
-    // Residual stages, each on the primitives it can run on.
-    for (std::size_t i = 0; i < plan.residuals.size(); ++i) {
-        const ResidualPlan& r = *plan.residuals[i];
-        CodecPrimitives& on = r.runsOn(prims) ? prims : cpu;
-        if (&on != &prims)
-            noteCpu(plan.config.residuals[i].kind);
-        Mat s = moveTo(stored, prims, on), h = moveTo(xHat, prims, on), q = moveTo(Q, prims, on);
-        Mat sc = moveTo(scores, prims, on), base = moveTo(baseScores, prims, on);
-        xHat.reset(); // h is the one copy the stage corrects
-        ResidualIO io{x, s, h, q, queries ? &sc : nullptr, queries && !baseScores ? &base : nullptr, saturated,
-                      plan.scoreScale, on};
-        r.apply(io);
-        xHat = moveTo(h, on, prims);
+    PathResult run(const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries)
+    {
+        quantize(x);
+        if (queries)
+            scoreQueries(*queries);
+        for (std::size_t i = 0; i < m_plan.residuals.size(); ++i)
+            applyResidual(i, x, queries != nullptr);
+        m_stored.reset();
+        m_queries.reset();
+        PathResult out;
+        CodecPrimitives* at = undoTransforms();
+        take(m_back, *at, out.reconstruction);
         if (queries) {
-            scores = moveTo(sc, on, prims);
-            if (!baseScores)
-                baseScores = moveTo(base, on, prims);
+            take(m_scores, m_prims, out.scores);
+            if (m_baseScores)
+                take(m_baseScores, m_prims, out.baseScores);
         }
+        out.saturatedNorms = m_saturated;
+        return out;
     }
-    stored.reset();
-    Q.reset();
 
-    // Transforms undone, last first.
-    Mat back = std::move(xHat);
-    CodecPrimitives* at = &prims;
-    for (std::size_t i = plan.transforms.size(); i-- > 0;) {
-        const TransformPlan& t = *plan.transforms[i];
-        if (const auto* signs = t.whtSigns(); signs && at->offers(Primitive::Rotate)) {
-            // The width the inverse returns to: the previous transform's output, or d.
-            const int to = i == 0 ? plan.d : plan.transforms[i - 1]->outDim();
-            back = at->unrotate(back, *signs, to);
-        } else {
-            RowMatrixXf scratch, next;
-            t.inverse(hostView(back, *at, scratch), next);
-            back = hostMat(std::move(next));
-            at = &cpu;
+private:
+    void noteCpu(const std::string& what)
+    {
+        if (m_cpuStages && std::find(m_cpuStages->begin(), m_cpuStages->end(), what) == m_cpuStages->end())
+            m_cpuStages->push_back(what);
+    }
+
+    /// Transforms, then the quantizer. One signed WHT followed by a norm + codebook quantizer is
+    /// fused (no rotated copy is kept unless a residual needs it).
+    void quantize(const Eigen::Ref<const RowMatrixXf>& x)
+    {
+        const QuantizerPlan& quantizer = *m_plan.quantizer;
+        const bool anyResidual = !m_plan.residuals.empty();
+        const bool deviceCodebook = quantizer.codebook() && m_plan.tokenBits.empty() && m_prims.offers(Primitive::NormCodebook);
+        Mat X = m_prims.view(x);
+        const std::vector<float>* onlySigns = m_plan.transforms.size() == 1 ? m_plan.transforms.front()->whtSigns() : nullptr;
+        if (onlySigns && deviceCodebook && m_prims.offers(Primitive::RotateNormCodebook)) {
+            m_xHat = m_prims.rotateNormCodebook(X, *onlySigns, *quantizer.codebook(), quantizer.scalarFormat(), m_saturated,
+                                                anyResidual ? &m_stored : nullptr);
+            return;
+        }
+        m_stored = std::move(X);
+        CodecPrimitives* at = &m_prims;
+        for (std::size_t i = 0; i < m_plan.transforms.size(); ++i) {
+            const TransformPlan& t = *m_plan.transforms[i];
+            if (const auto* signs = t.whtSigns(); signs && at->offers(Primitive::Rotate)) {
+                m_stored = at->rotate(m_stored, *signs);
+            } else {
+                if (at != &m_cpu)
+                    noteCpu(m_plan.config.transforms[i].kind);
+                m_stored = forwardOnCpu(t, m_stored, *at);
+                at = &m_cpu;
+            }
+        }
+        if (deviceCodebook) {
+            m_stored = moveTo(m_stored, *at, m_prims);
+            m_xHat = m_prims.normCodebook(m_stored, *quantizer.codebook(), quantizer.scalarFormat(), m_saturated);
+            return;
+        }
+        if (&m_prims != &m_cpu)
+            noteCpu(m_plan.config.quantizer.kind);
+        RowMatrixXf scratch, hat;
+        const auto xr = hostView(m_stored, *at, scratch);
+        if (!m_plan.tokenBits.empty())
+            roundTripByToken(quantizer, xr, m_plan.tokenBits, hat, m_saturated);
+        else
+            quantizer.roundTrip(xr, m_plan.bits, hat, m_saturated);
+        m_xHat = &m_prims == &m_cpu ? hostMat(std::move(hat)) : m_prims.upload(hat);
+        m_stored = anyResidual ? moveTo(m_stored, *at, m_prims) : Mat{};
+    }
+
+    /// Queries into the stored basis, and the cache's scores from the quantized rows.
+    void scoreQueries(const RowMatrixXf& queries)
+    {
+        m_queries = m_prims.view(queries);
+        CodecPrimitives* at = &m_prims;
+        for (const auto& t : m_plan.transforms) {
+            if (const auto* signs = t->whtSigns(); signs && at->offers(Primitive::Rotate)) {
+                m_queries = at->rotate(m_queries, *signs);
+            } else {
+                m_queries = forwardOnCpu(*t, m_queries, *at);
+                at = &m_cpu;
+            }
+        }
+        m_queries = moveTo(m_queries, *at, m_prims);
+        m_scores = m_prims.gemmNT(m_queries, m_xHat, m_plan.scoreScale);
+    }
+
+    /// Residual stage `i`, on the primitives it can run on.
+    void applyResidual(std::size_t i, const Eigen::Ref<const RowMatrixXf>& x, bool withQueries)
+    {
+        const ResidualPlan& r = *m_plan.residuals[i];
+        CodecPrimitives& on = r.runsOn(m_prims) ? m_prims : m_cpu;
+        if (&on != &m_prims)
+            noteCpu(m_plan.config.residuals[i].kind);
+        Mat s = moveTo(m_stored, m_prims, on), h = moveTo(m_xHat, m_prims, on), q = moveTo(m_queries, m_prims, on);
+        Mat sc = moveTo(m_scores, m_prims, on), base = moveTo(m_baseScores, m_prims, on);
+        m_xHat.reset(); // h is the one copy the stage corrects
+        ResidualIO io{x, s, h, q, withQueries ? &sc : nullptr, withQueries && !m_baseScores ? &base : nullptr, m_saturated,
+                      m_plan.scoreScale, on};
+        r.apply(io);
+        m_xHat = moveTo(h, on, m_prims);
+        if (withQueries) {
+            m_scores = moveTo(sc, on, m_prims);
+            if (!m_baseScores)
+                m_baseScores = moveTo(base, on, m_prims);
         }
     }
-    auto take = [](Mat& m, CodecPrimitives& on, RowMatrixXf& into) {
+
+    /// Transforms undone, last first, into m_back; returns the primitives m_back lives on.
+    CodecPrimitives* undoTransforms()
+    {
+        m_back = std::move(m_xHat);
+        CodecPrimitives* at = &m_prims;
+        for (std::size_t i = m_plan.transforms.size(); i-- > 0;) {
+            const TransformPlan& t = *m_plan.transforms[i];
+            if (const auto* signs = t.whtSigns(); signs && at->offers(Primitive::Rotate)) {
+                // The width the inverse returns to: the previous transform's output, or d.
+                const int to = i == 0 ? m_plan.d : m_plan.transforms[i - 1]->outDim();
+                m_back = at->unrotate(m_back, *signs, to);
+            } else {
+                RowMatrixXf scratch, next;
+                t.inverse(hostView(m_back, *at, scratch), next);
+                m_back = hostMat(std::move(next));
+                at = &m_cpu;
+            }
+        }
+        return at;
+    }
+
+    /// A matrix's rows into `into`: moved when it is the one host copy, else downloaded.
+    static void take(Mat& m, CodecPrimitives& on, RowMatrixXf& into)
+    {
         if (RowMatrixXf* h = m->host(); h && m.use_count() == 1)
             into = std::move(*h);
         else
             on.download(m, into);
         m.reset();
-    };
-    take(back, *at, out.reconstruction);
-    if (queries) {
-        take(scores, prims, out.scores);
-        if (baseScores)
-            take(baseScores, prims, out.baseScores);
     }
-    out.saturatedNorms = saturated;
-    return out;
+
+    const PathPlan& m_plan;
+    CodecPrimitives& m_prims;
+    CodecPrimitives& m_cpu;
+    std::vector<std::string>* m_cpuStages;
+    int m_saturated = 0;
+    Mat m_stored, m_xHat, m_queries, m_scores, m_baseScores, m_back;
+};
+
+} // namespace
+
+PathResult encodePath(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries,
+                      CodecPrimitives& prims, std::vector<std::string>* cpuStages)
+{
+    assert(x.cols() == plan.d && "encodePath: x must have d columns");
+    return PathEncode(plan, prims, cpuStages).run(x, queries);
 }
 
 PathResult encodePathCpu(const PathPlan& plan, const Eigen::Ref<const RowMatrixXf>& x, const RowMatrixXf* queries)

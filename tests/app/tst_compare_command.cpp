@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `kvlens compare A B --out DIR` on real batch runs: the spec diff, differences against summary.csv, the
-// seed-level tests, the refusals.
+// seed-level tests, the refusals; and on two evaluations of the shipped model, against their eval_tokens.csv.
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
@@ -9,6 +9,7 @@
 #include "common/kvlens_process.h"
 
 #include <cmath>
+#include <map>
 
 namespace {
 
@@ -54,7 +55,8 @@ QStringList csvFields(const QString& line)
 using Row = QMap<QString, QString>;
 QList<Row> csvRows(const QString& path)
 {
-    const QStringList lines = QString::fromUtf8(readAll(path)).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QStringList lines = QString::fromUtf8(readAll(path)).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    lines.removeIf([](const QString& line) { return line.startsWith(QLatin1Char('#')); });
     QList<Row> rows;
     if (lines.isEmpty())
         return rows;
@@ -97,6 +99,22 @@ const QByteArray kBase = R"({"name": "base", "regime": {"name": "gaussian"}, "d"
     "comparisons": {"bootstrap": 100, "permutations": 19}})";
 
 /// One custom scheme "S"; `kBits` is replaced to make B's key path one bit narrower.
+/// The per-chunk means of eval_tokens.csv's kld for one configuration: chunk -> mean.
+std::map<int, double> chunkMeanKld(const QString& dir, const QString& scheme)
+{
+    std::map<int, std::pair<double, int>> sums;
+    for (const Row& r : csvRows(dir + QStringLiteral("/eval_tokens.csv")))
+        if (r.value("scheme") == scheme) {
+            auto& s = sums[r.value("chunk").toInt()];
+            s.first += r.value("kld").toDouble();
+            ++s.second;
+        }
+    std::map<int, double> means;
+    for (const auto& [chunk, s] : sums)
+        means[chunk] = s.first / s.second;
+    return means;
+}
+
 const QByteArray kCustom = R"({"regime": {"name": "gaussian"}, "d": 16, "tokens": 64, "queries": 8, "budgets": [3],
     "seeds": {"first": 1, "count": 8}, "comparisons": {"bootstrap": 100, "permutations": 19}, "schemes": [{"name": "S",
     "k": {"transforms": ["wht"], "quantizer": {"kind": "lloyd", "law": "beta"}, "bits": "KBITS"},
@@ -281,15 +299,75 @@ private slots:
         QVERIFY2(r.err.startsWith("kvlens compare: the runs share no configuration"), r.err.constData());
     }
 
+    void evaluationsAreComparedTokenByToken()
+    {
+        // Two evaluations of the shipped model on one text: A with queries float32, B with ggml's query
+        // conversion and one scheme more.
+        const QString model = QStringLiteral(KVLENS_MODELS_DIR "/tiny-llama");
+        auto evaluate = [&](const QString& name, const QString& schemes, const QString& conversion, int ctx) {
+            const Run r = runKvlens({QStringLiteral("eval"), QStringLiteral("--model"), model, QStringLiteral("--text"),
+                                     model + QStringLiteral("/heldout.txt"), QStringLiteral("--schemes"), schemes,
+                                     QStringLiteral("--budgets"), QStringLiteral("3"), QStringLiteral("--ctx"),
+                                     QString::number(ctx), QStringLiteral("--chunks"), QStringLiteral("4"),
+                                     QStringLiteral("--attribution"), QStringLiteral("none"), QStringLiteral("--threads"),
+                                     QStringLiteral("2"), QStringLiteral("--query-conversion"), conversion,
+                                     QStringLiteral("--quiet"), QStringLiteral("--no-figures"), QStringLiteral("--out"),
+                                     path(name)});
+            QVERIFY2(r.exitCode == 0, r.err.constData());
+        };
+        evaluate(QStringLiteral("eval_a"), QStringLiteral("q8_0,q4_0"), QStringLiteral("none"), 64);
+        evaluate(QStringLiteral("eval_b"), QStringLiteral("q8_0,q4_0,KV"), QStringLiteral("ggml"), 64);
+        evaluate(QStringLiteral("eval_ctx"), QStringLiteral("q8_0"), QStringLiteral("ggml"), 32);
+
+        Run r = compare({path(QStringLiteral("eval_a")), path(QStringLiteral("eval_b")), QStringLiteral("--out"),
+                         path(QStringLiteral("cmp_eval"))});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.contains("2 configurations in both, 0 only in A, 1 only in B"), r.out.constData());
+        const QString csv = path(QStringLiteral("cmp_eval/eval_comparison.csv"));
+        QVERIFY(readAll(csv).contains("# setting that differs: query_conversion: none -> ggml\n"));
+        QVERIFY(readAll(csv).contains("# only in B: KV n = 3 seed 1\n"));
+        const QList<Row> rows = csvRows(csv);
+        QCOMPARE(rows.size(), 2 * 3); // 2 shared configurations x 3 metrics
+        for (const QString scheme : {QStringLiteral("q8_0"), QStringLiteral("q4_0")}) {
+            // B - A paired over chunks, recomputed from each run's own per-token file.
+            const auto a = chunkMeanKld(path(QStringLiteral("eval_a")), scheme);
+            const auto b = chunkMeanKld(path(QStringLiteral("eval_b")), scheme);
+            QCOMPARE(a.size(), std::size_t(4));
+            double difference = 0.0;
+            for (const auto& [chunk, mean] : a)
+                difference += (b.at(chunk) - mean) / static_cast<double>(a.size());
+            const Row row = findRow(rows, scheme, 0, QStringLiteral("kld_mean"));
+            QVERIFY2(!row.isEmpty(), qPrintable(scheme));
+            QVERIFY2(near(row.value("b_minus_a").toDouble(), difference, 1e-9), qPrintable(row.value("b_minus_a")));
+            QVERIFY(row.value("low").toDouble() <= difference && difference <= row.value("high").toDouble());
+            QCOMPARE(row.value("query_a"), QStringLiteral("f32"));
+            QCOMPARE(row.value("query_b"), QStringLiteral("q8_0"));
+        }
+        // Per token: B - A of each token's KLD; 2 configurations x 4 chunks x 31 scored positions (32 .. 62).
+        const QList<Row> tokens = csvRows(path(QStringLiteral("cmp_eval/compare_tokens.csv")));
+        QCOMPARE(tokens.size(), 2 * 4 * 31);
+        for (const Row& t : tokens)
+            QVERIFY(near(t.value("kld_b_minus_a").toDouble(), t.value("kld_b").toDouble() - t.value("kld_a").toDouble(), 1e-12));
+
+        // Other tokens scored (another context) are refused naming the field; nothing written.
+        r = compare({path(QStringLiteral("eval_a")), path(QStringLiteral("eval_ctx")), QStringLiteral("--out"),
+                     path(QStringLiteral("cmp_eval_ctx"))});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("cannot be compared token by token: ctx: 64 in A, 32 in B"), r.err.constData());
+        QVERIFY(!QFile::exists(path(QStringLiteral("cmp_eval_ctx"))));
+        // An evaluation against an experiment run: two of a kind only.
+        r = compare({path(QStringLiteral("eval_a")), path(QStringLiteral("base")), QStringLiteral("--out"),
+                     path(QStringLiteral("cmp_mixed"))});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("is an evaluation and") && r.err.contains("compare takes two experiment runs or two evaluations"),
+                 r.err.constData());
+    }
+
     void namesWhatAFolderThatIsNotARunIs_data()
     {
         // Each folder as its writer leaves it (the files that say what it is), and what compare says.
         QTest::addColumn<QStringList>("files");
         QTest::addColumn<QByteArray>("what");
-        QTest::newRow("evaluation") << QStringList{QStringLiteral("spec.json={\"kvlens_eval\": 1, \"model\": \"m\"}"),
-                                                   QStringLiteral("eval_summary.csv=scheme,budget"),
-                                                   QStringLiteral("report.txt=r")}
-                                    << QByteArray("an evaluation's output (kvlens eval or --batch EVAL.json), not an experiment run");
         QTest::newRow("report") << QStringList{QStringLiteral("report.html=<html>"), QStringLiteral("presets/")}
                                 << QByteArray("a --reproduce report, not a run (each of its presets/<preset> folders is one)");
         QTest::newRow("validation") << QStringList{QStringLiteral("spec.json={}"), QStringLiteral("validation.csv=x")}
@@ -319,7 +397,8 @@ private slots:
             const Run r = compare(dirs + QStringList{QStringLiteral("--out"), out});
             QCOMPARE(r.exitCode, 2);
             QCOMPARE(r.err, "kvlens compare: " + folder.toUtf8() + ": " + what
-                                + "; compare takes two finished experiment runs (written by --batch SPEC.json or kvlens merge)\n");
+                                + "; compare takes two finished experiment runs (written by --batch SPEC.json or kvlens merge) or two "
+                                  "evaluations (kvlens eval)\n");
             QVERIFY(!QFile::exists(out));
         }
         const Run missing = compare({path(QStringLiteral("base")), path(QStringLiteral("nowhere")), QStringLiteral("--out"), out});

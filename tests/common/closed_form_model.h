@@ -35,7 +35,7 @@ inline double headEntry(int v, int i)
 /// same r0 = sqrt(3/4 + eps). q (head 0) = (a h_0, 0, 0, 0), q (head 1) = (0, a h_0, 0, 0),
 /// k = (0, 0, a h_0, 0), v = (h_2, h_3, 0, 0); o_proj sends head 0's first two output dimensions
 /// to hidden 0, 1 and head 1's to hidden 2, 3.
-inline Transformer closedFormModel(int threads = 2, int slidingWindow = 0)
+inline Transformer closedFormModel(int threads = 2, int slidingWindow = 0, int maxPositions = 64)
 {
     ModelConfig c;
     c.source = "closed-form";
@@ -47,7 +47,7 @@ inline Transformer closedFormModel(int threads = 2, int slidingWindow = 0)
     c.headDim = 4;
     c.intermediate = 2;
     c.vocab = kVocab;
-    c.maxPositions = 64;
+    c.maxPositions = maxPositions;
     c.normEps = kEps;
     c.ropeTheta = 10000.0;
     c.slidingWindow = slidingWindow;

@@ -218,6 +218,29 @@ private slots:
         QCOMPARE(r->probe->exactProbs[3], 0.0); // 7 - 4 < 3 fails: outside the window
     }
 
+    void longContextAgainstTheDoubleForward()
+    {
+        // One chunk of 4096 tokens: head 0's weights are a softmax over every earlier key of sin(t - j)
+        // (RoPE at positions up to 4095), head 1 averages all of them, so a truncated, tiled or
+        // windowed attention at long context moves the logits. Float32 sums over 4096 keys against the
+        // double closed form: within 1e-4 (logits are of order 1).
+        const int T = 4096;
+        std::vector<std::int32_t> tokens(T);
+        std::uint64_t state = 12345;
+        for (auto& t : tokens) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            t = static_cast<std::int32_t>((state >> 33) % kVocab);
+        }
+        const RowMatrixXd expected = closedFormLogits(tokens);
+        const RowMatrixXf got = logitsOf(closedFormModel(2, 0, T), tokens);
+        QCOMPARE(got.rows(), Eigen::Index(T));
+        double worst = 0.0;
+        for (Eigen::Index t = 0; t < got.rows(); ++t)
+            for (Eigen::Index v = 0; v < got.cols(); ++v)
+                worst = std::max(worst, std::abs(double(got(t, v)) - expected(t, v)));
+        QVERIFY2(worst <= 1e-4, qPrintable(QString::number(worst)));
+    }
+
     void closedFormProbeAndCapture()
     {
         const std::vector<std::int32_t> tokens = {3, 0, 5, 1, 4, 2, 2, 5, 0, 1};
