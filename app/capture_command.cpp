@@ -66,7 +66,7 @@ std::vector<std::string> captureReservedKeys()
 cli::Syntax captureSyntax()
 {
     using L = eval::CaptureLimits;
-    return {{cli::text("--model", "DIR", "a Hugging Face model folder (Llama, Mistral, Qwen2, GPT-2)").isRequired(),
+    return {{cli::text("--model", "DIR", "a Hugging Face model folder or a GGUF file (Llama, Mistral, Qwen2, GPT-2)").isRequired(),
              cli::text("--text", "FILE", "UTF-8 text, tokenized by the model's tokenizer"),
              cli::text("--tokens", "FILE.npy", "token ids (.npy int32/int64) instead of --text"),
              cli::integer("--ctx", "N", L::kMinCtx, L::kMaxCtx, "tokens captured (default 512)"),

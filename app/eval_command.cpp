@@ -82,7 +82,7 @@ cli::Syntax evalSyntax()
 {
     using L = EvalLimits;
     return {{cli::text("--spec", "EVAL.json", "an eval spec instead of the model options (its spec.json runs again)"),
-             cli::text("--model", "DIR", "a Hugging Face model folder (Llama, Mistral, Qwen2, GPT-2)"),
+             cli::text("--model", "DIR", "a Hugging Face model folder or a GGUF file (Llama, Mistral, Qwen2, GPT-2)"),
              cli::text("--text", "FILE", "UTF-8 text, tokenized by the model's tokenizer"),
              cli::text("--tokens", "FILE.npy", "token ids (.npy int32/int64) instead of --text"),
              cli::text("--schemes", "S,...", "the schemes: names, compositions, K=<type>,V=<type> (llama.cpp's types)"),

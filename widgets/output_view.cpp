@@ -1009,16 +1009,16 @@ void OutputView::startRun()
         auto set = [&](const std::string& stage) { progress->setStage(stage); };
         if (!model || loadedDir != missing.modelDir) {
             set("loading " + missing.modelDir);
-            auto config = lm::loadHfConfig(missing.modelDir);
-            if (!config) {
-                out.error = QString::fromStdString(config.error().text());
+            auto source = lm::openModelSource(missing.modelDir); // a Hugging Face folder or a GGUF file
+            if (!source) {
+                out.error = QString::fromStdString(source.error().text());
                 return out;
             }
             lm::LoadOptions load;
             load.memoryLimitMiB = static_cast<std::uint64_t>(std::max(1.0, 0.5 * physicalMemoryBytes() / 1048576.0));
             load.contextTokens = missing.ctx;
             load.forwardsInFlight = 2;
-            auto loaded = lm::Transformer::load(missing.modelDir, load);
+            auto loaded = lm::Transformer::load(*source, load);
             if (!loaded) {
                 out.error = QString::fromStdString(loaded.error().text());
                 return out;

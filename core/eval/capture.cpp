@@ -10,6 +10,7 @@
 #include "core/eval/evaluator.h"
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
+#include "core/lm/gguf_model.h"
 #include "core/lm/hf_config.h"
 #include "core/lm/token_ids.h"
 #include "core/lm/tokenizer.h"
@@ -181,9 +182,10 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
 {
     if (auto ok = checkCaptureSpec(spec); !ok)
         return ok.error();
-    auto config = lm::loadHfConfig(spec.modelDir);
-    if (!config)
-        return config.error();
+    auto modelSource = lm::openModelSource(spec.modelDir); // a Hugging Face folder or a GGUF file
+    if (!modelSource)
+        return modelSource.error();
+    const lm::ModelConfig* config = &modelSource->config;
     if (spec.ctx > config->maxChunkTokens())
         return Error{"ctx", "must be at most " + std::to_string(config->maxChunkTokens()) + " (the model's context: '"
                                 + config->contextKey + "' of " + config->source + "), got " + std::to_string(spec.ctx)};
@@ -200,7 +202,7 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
     load.contextTokens = spec.ctx;
     load.forwardsInFlight = 1;
     load.threads = spec.threads;
-    auto estimate = lm::estimateMemory(spec.modelDir, *config, load);
+    auto estimate = lm::estimateMemory(*modelSource, load);
     if (!estimate)
         return estimate.error();
     const std::uint64_t captureNeed = captureBytes(*config, spec.ctx, kept, spec.f32);
@@ -214,7 +216,7 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
                                             + std::to_string(limitMiB)
                                             + " MiB; give a smaller ctx, fewer layers or a larger limit"};
     load.memoryLimitMiB = limitMiB;
-    auto model = lm::Transformer::load(spec.modelDir, load);
+    auto model = lm::Transformer::load(*modelSource, load);
     if (!model)
         return model.error();
 

@@ -7,6 +7,7 @@
 #include "core/eval/eval_shard.h"
 #include "core/eval/model_input.h"
 #include "core/io/ggml_dot.h"
+#include "core/lm/gguf_model.h"
 #include "core/lm/hf_config.h"
 #include "core/lm/token_ids.h"
 #include "core/lm/tokenizer.h"
@@ -1060,9 +1061,10 @@ Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks,
 {
     if (auto ok = checkEvalSpec(spec); !ok)
         return ok.error();
-    auto config = lm::loadHfConfig(spec.modelDir);
-    if (!config)
-        return config.error();
+    auto source = lm::openModelSource(spec.modelDir); // a Hugging Face folder or a GGUF file
+    if (!source)
+        return source.error();
+    const lm::ModelConfig* config = &source->config;
     if (auto ok = checkEvalSpec(spec, config->headDim); !ok)
         return ok.error();
     // The tokens first (only as many as the run needs), so the memory check sees the whole run.
@@ -1080,7 +1082,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks,
     load.threads = spec.threads;
     load.otherBytes = evalWorkingBytes(spec, *config, static_cast<std::int64_t>(read->tokens.size()));
     load.otherWhat = "calibration, attribution inputs and per-token statistics";
-    auto model = lm::Transformer::load(spec.modelDir, load);
+    auto model = lm::Transformer::load(*source, load);
     if (!model)
         return model.error();
     retainFreedMemory();

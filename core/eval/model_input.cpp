@@ -3,11 +3,35 @@
 #include "core/eval/model_input.h"
 
 #include "core/io/file_read.h"
+#include "core/io/gguf.h"
+#include "core/lm/gguf_vocab.h"
 #include "core/lm/token_ids.h"
+#include "core/lm/tokenizer_vocab.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace kvlens::eval {
+
+namespace {
+
+/// The model's tokenizer: a folder's tokenizer.json or tokenizer.model, or a GGUF file's
+/// tokenizer.ggml.* metadata (lm::vocabFromGguf, built by lm::tokenizerFromVocab).
+Result<std::unique_ptr<lm::Tokenizer>> tokenizerOf(const std::string& model, int vocab, const lm::TokenizerOptions& options)
+{
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(model, ec))
+        return lm::loadTokenizer(model, vocab, options);
+    auto gguf = io::readGgufHeader(model);
+    if (!gguf)
+        return gguf.error();
+    auto described = lm::vocabFromGguf(*gguf);
+    if (!described)
+        return described.error();
+    return lm::tokenizerFromVocab(*described, vocab, options);
+}
+
+} // namespace
 
 Result<ModelInput> readModelInput(const std::string& modelDir, const std::string& textFile,
                                   const std::string& tokensFile, bool parseSpecialTokens, int vocab,
@@ -26,7 +50,7 @@ Result<ModelInput> readModelInput(const std::string& modelDir, const std::string
     }
     lm::TokenizerOptions options;
     options.parseSpecialTokens = parseSpecialTokens;
-    auto loaded = lm::loadTokenizer(modelDir, vocab, options);
+    auto loaded = tokenizerOf(modelDir, vocab, options);
     if (!loaded)
         return loaded.error();
     in.tokenizer = std::move(loaded).value();

@@ -8,10 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 namespace kvlens::lm {
 
@@ -34,7 +36,8 @@ std::string rangeText(std::int64_t lo, std::int64_t hi)
     return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
 }
 
-/// Reads keys of one JSON object; every failure names the key.
+/// Reads keys of one JSON object; every failure names the key. Values are only type-checked here:
+/// their ranges are validateModelConfig's.
 class Keys {
 public:
     explicit Keys(const json& object) : m_object(object) {}
@@ -50,56 +53,53 @@ public:
 
     bool has(std::string_view key) const { return find(key) != nullptr; }
 
-    /// An integer in [lo, hi]; absent or null gives `fallback`, or is refused when there is none.
-    int integer(std::string_view key, std::int64_t lo, std::int64_t hi, std::optional<int> fallback = std::nullopt) const
+    /// An integer that fits an int; absent or null gives `fallback`, or is refused when there is none.
+    int integer(std::string_view key, std::optional<int> fallback = std::nullopt) const
     {
         const json* value = find(key);
         if (!value) {
             if (fallback)
                 return *fallback;
-            throw ConfigError{keyText(key) + " is missing: it must be " + rangeText(lo, hi)};
+            throw ConfigError{keyText(key) + " is missing: it must be an integer"};
         }
-        return integerValue(*value, keyText(key), lo, hi);
+        return integerValue(*value, keyText(key));
     }
 
-    static int integerValue(const json& value, const std::string& what, std::int64_t lo, std::int64_t hi)
+    static int integerValue(const json& value, const std::string& what)
     {
-        std::int64_t v = 0;
+        const auto tooLarge = [&] {
+            return ConfigError{what + " = " + value.dump() + " is out of range: it must be an integer of 32 bits"};
+        };
         if (value.is_number_unsigned()) {
-            const auto u = value.get<std::uint64_t>();
-            if (u > static_cast<std::uint64_t>(hi))
-                throw ConfigError{what + " = " + value.dump() + ": it must be " + rangeText(lo, hi)};
-            v = static_cast<std::int64_t>(u);
-        } else if (value.is_number_integer()) {
-            v = value.get<std::int64_t>();
-        } else {
-            throw ConfigError{what + " is " + io::describeJson(value) + ": it must be " + rangeText(lo, hi)};
+            if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+                throw tooLarge();
+            return static_cast<int>(value.get<std::uint64_t>());
         }
-        if (v < lo || v > hi)
-            throw ConfigError{what + " = " + std::to_string(v) + ": it must be " + rangeText(lo, hi)};
+        if (!value.is_number_integer())
+            throw ConfigError{what + " is " + io::describeJson(value) + ": it must be an integer"};
+        const auto v = value.get<std::int64_t>();
+        if (!std::in_range<int>(v))
+            throw tooLarge();
         return static_cast<int>(v);
     }
 
-    /// A finite number in (lo, hi]; absent or null gives `fallback`.
-    double number(std::string_view key, double lo, double hi, double fallback) const
+    /// A number; absent or null gives `fallback`.
+    double number(std::string_view key, double fallback) const
     {
         const json* value = find(key);
-        if (!value)
-            return fallback;
-        return numberValue(*value, keyText(key), lo, hi);
+        return value ? numberValue(*value, keyText(key)) : fallback;
     }
 
-    static double numberValue(const json& value, const std::string& what, double lo, double hi)
+    /// A number, required.
+    static double numberValue(const json* value, const std::string& what)
     {
-        std::ostringstream range;
-        range << "a number in (" << lo << ", " << hi << "]";
-        if (!value.is_number())
-            throw ConfigError{what + " is " + io::describeJson(value) + ": it must be " + range.str()};
-        const double v = value.get<double>();
-        if (!(v > lo && v <= hi))
-            throw ConfigError{what + " = " + value.dump() + ": it must be " + range.str()};
-        return v;
+        if (!value)
+            throw ConfigError{what + " is missing: it must be a number"};
+        if (!value->is_number())
+            throw ConfigError{what + " is " + io::describeJson(*value) + ": it must be a number"};
+        return value->get<double>();
     }
+    static double numberValue(const json& value, const std::string& what) { return numberValue(&value, what); }
 
     bool boolean(std::string_view key, bool fallback) const
     {
@@ -181,38 +181,34 @@ RopeScaling parseRopeScaling(const json& scaling)
     if (type == "default")
         return r;
     const Keys inner(scaling);
+    const auto number = [&](const char* key) {
+        return Keys::numberValue(inner.find(key), std::string("'rope_scaling.") + key + "'");
+    };
     if (type == "linear") {
         r.kind = RopeScaling::Kind::Linear;
-        r.factor = Keys::numberValue(inner.find("factor") ? *inner.find("factor") : json(), "'rope_scaling.factor'", 0.0, 1e6);
+        r.factor = number("factor");
         return r;
     }
     if (type == "llama3") {
         r.kind = RopeScaling::Kind::Llama3;
-        auto number = [&](const char* key, double lo, double hi) {
-            const json* v = inner.find(key);
-            return Keys::numberValue(v ? *v : json(), std::string("'rope_scaling.") + key + "'", lo, hi);
-        };
-        r.factor = number("factor", 0.0, 1e6);
-        r.lowFreqFactor = number("low_freq_factor", 0.0, 1e6);
-        r.highFreqFactor = number("high_freq_factor", 0.0, 1e6);
-        if (!(r.highFreqFactor > r.lowFreqFactor))
-            throw ConfigError{"'rope_scaling.high_freq_factor' must exceed 'rope_scaling.low_freq_factor' (llama3 ramps "
-                              "between them)"};
-        r.originalMaxPositions = inner.integer("original_max_position_embeddings", 1, kMaxPositions);
+        r.factor = number("factor");
+        r.lowFreqFactor = number("low_freq_factor");
+        r.highFreqFactor = number("high_freq_factor");
+        r.originalMaxPositions = inner.integer("original_max_position_embeddings");
         return r;
     }
     throw ConfigError{"'rope_scaling' of type " + io::quoteName(type)
                       + " is not implemented (null, 'default', 'linear' or 'llama3')"};
 }
 
-void parseRope(const Keys& keys, ModelConfig& config)
+void parseRope(const Keys& keys, ModelConfig& config, ConfigKeys& names)
 {
     if (const json* scaling = keys.find("rope_scaling"))
         config.ropeScaling = parseRopeScaling(*scaling);
     checkPartialRotary(keys.find("partial_rotary_factor"), "'partial_rotary_factor'");
     std::optional<double> theta;
     if (keys.has("rope_theta"))
-        theta = keys.number("rope_theta", 1.0, kMaxRopeTheta, 0.0);
+        theta = keys.number("rope_theta", 0.0);
     if (const json* params = keys.find("rope_parameters")) {
         if (!params->is_object())
             throw ConfigError{"'rope_parameters' is " + io::describeJson(*params) + ": it must be null or an object"};
@@ -223,25 +219,16 @@ void parseRope(const Keys& keys, ModelConfig& config)
         const Keys inner(*params);
         checkPartialRotary(inner.find("partial_rotary_factor"), "'rope_parameters.partial_rotary_factor'");
         if (const json* value = inner.find("rope_theta")) {
-            const double t = Keys::numberValue(*value, "'rope_parameters.rope_theta'", 1.0, kMaxRopeTheta);
+            const double t = Keys::numberValue(*value, "'rope_parameters.rope_theta'");
             if (theta && *theta != t)
                 throw ConfigError{"'rope_theta' and 'rope_parameters.rope_theta' differ (" + json(*theta).dump() + " and "
                                   + value->dump() + ")"};
+            if (!theta)
+                names.ropeTheta = "'rope_parameters.rope_theta'";
             theta = t;
         }
     }
     config.ropeTheta = theta.value_or(10000.0);
-}
-
-/// A norm epsilon the forward can use: in (0, 1] and still positive and normal as float32, the
-/// precision the norms are computed in (1e-50 would be 0 there, and an all-zero row 0/0).
-double normEpsilon(const Keys& keys, std::string_view key, double fallback)
-{
-    const double eps = keys.number(key, 0.0, 1.0, fallback);
-    if (static_cast<float>(eps) < std::numeric_limits<float>::min())
-        throw ConfigError{keyText(key) + " = " + json(eps).dump() + " is 0 or subnormal in float32, the precision the "
-                          "norms are computed in: it must be a number in [1.2e-38, 1]"};
-    return eps;
 }
 
 void parseSlidingWindow(const Keys& keys, ModelConfig& config)
@@ -252,36 +239,22 @@ void parseSlidingWindow(const Keys& keys, ModelConfig& config)
         throw ConfigError{"'use_sliding_window' is true: Qwen2's sliding window on the layers from "
                           "'max_window_layers' on is not implemented (released Qwen2 and Qwen2.5 configs set it false)"};
     if (config.architecture == Architecture::Mistral && keys.has("sliding_window"))
-        config.slidingWindow = keys.integer("sliding_window", 1, std::numeric_limits<int>::max());
+        config.slidingWindow = keys.integer("sliding_window");
 }
 
-void parseLlamaFamily(const Keys& keys, ModelConfig& config)
+void parseLlamaFamily(const Keys& keys, ModelConfig& config, ConfigKeys& names)
 {
-    config.hidden = keys.integer("hidden_size", 1, kMaxHidden);
-    config.layers = keys.integer("num_hidden_layers", 1, kMaxLayers);
-    config.heads = keys.integer("num_attention_heads", 1, kMaxHeads);
-    config.kvHeads = keys.integer("num_key_value_heads", 1, config.heads, config.heads);
-    if (config.heads % config.kvHeads != 0)
-        throw ConfigError{"'num_key_value_heads' = " + std::to_string(config.kvHeads)
-                          + " does not divide 'num_attention_heads' = " + std::to_string(config.heads)};
-    if (keys.has("head_dim")) {
-        config.headDim = keys.integer("head_dim", 2, kMaxHeadDim);
-    } else {
-        if (config.hidden % config.heads != 0)
-            throw ConfigError{"'num_attention_heads' = " + std::to_string(config.heads) + " does not divide 'hidden_size' = "
-                              + std::to_string(config.hidden) + " (and no 'head_dim' is given)"};
-        config.headDim = config.hidden / config.heads;
-        if (config.headDim > kMaxHeadDim)
-            throw ConfigError{"'hidden_size' / 'num_attention_heads' = " + std::to_string(config.headDim)
-                              + ": the head dimension must be " + rangeText(2, kMaxHeadDim)};
-    }
-    if (config.headDim % 2 != 0)
-        throw ConfigError{"head dimension " + std::to_string(config.headDim)
-                          + " is odd: rotate-half RoPE pairs dimension i with i + head_dim/2, so it must be even"};
-    config.intermediate = keys.integer("intermediate_size", 1, kMaxIntermediate);
-    config.vocab = keys.integer("vocab_size", 1, kMaxVocab);
-    config.maxPositions = keys.integer("max_position_embeddings", 1, kMaxPositions);
-    config.normEps = normEpsilon(keys, "rms_norm_eps", 1e-6);
+    config.hidden = keys.integer("hidden_size");
+    config.layers = keys.integer("num_hidden_layers");
+    config.heads = keys.integer("num_attention_heads");
+    config.kvHeads = keys.integer("num_key_value_heads", config.heads);
+    config.headDim = keys.has("head_dim") ? keys.integer("head_dim") : 0; // 0: hidden / heads
+    if (keys.has("head_dim") && config.headDim == 0)
+        throw ConfigError{"'head_dim' = 0: it must be a positive integer (or null, for hidden_size / num_attention_heads)"};
+    config.intermediate = keys.integer("intermediate_size");
+    config.vocab = keys.integer("vocab_size");
+    config.maxPositions = keys.integer("max_position_embeddings");
+    config.normEps = keys.number("rms_norm_eps", 1e-6);
     const std::string act = keys.string("hidden_act").value_or("silu");
     if (act != "silu" && act != "swish")
         throw ConfigError{"'hidden_act' = " + io::quoteName(act) + " is not implemented (only 'silu', the SwiGLU MLP)"};
@@ -294,34 +267,27 @@ void parseLlamaFamily(const Keys& keys, ModelConfig& config)
     } else {
         config.qkvBias = config.outBias = keys.boolean("attention_bias", false);
     }
-    parseRope(keys, config);
+    parseRope(keys, config, names);
     parseSlidingWindow(keys, config);
 }
 
-void parseGpt2(const Keys& keys, ModelConfig& config)
+void parseGpt2(const Keys& keys, ModelConfig& config, ConfigKeys& names)
 {
-    config.hidden = keys.integer("n_embd", 1, kMaxHidden);
-    config.layers = keys.integer("n_layer", 1, kMaxLayers);
-    config.heads = keys.integer("n_head", 1, kMaxHeads);
-    if (config.hidden % config.heads != 0)
-        throw ConfigError{"'n_head' = " + std::to_string(config.heads) + " does not divide 'n_embd' = "
-                          + std::to_string(config.hidden)};
+    config.hidden = keys.integer("n_embd");
+    config.layers = keys.integer("n_layer");
+    config.heads = keys.integer("n_head");
     config.kvHeads = config.heads;
-    config.headDim = config.hidden / config.heads;
-    if (config.headDim > kMaxHeadDim)
-        throw ConfigError{"'n_embd' / 'n_head' = " + std::to_string(config.headDim) + ": the head dimension must be "
-                          + rangeText(1, kMaxHeadDim)};
-    const std::int64_t fourD = 4ll * config.hidden;
-    if (keys.has("n_inner"))
-        config.intermediate = keys.integer("n_inner", 1, kMaxIntermediate);
-    else if (fourD > kMaxIntermediate)
-        throw ConfigError{"'n_inner' is null, so 4 x 'n_embd' = " + std::to_string(fourD) + ", beyond "
-                          + std::to_string(kMaxIntermediate)};
-    else
-        config.intermediate = static_cast<int>(fourD);
-    config.vocab = keys.integer("vocab_size", 1, kMaxVocab);
-    config.maxPositions = keys.integer("n_positions", 1, kMaxPositions);
-    config.normEps = normEpsilon(keys, "layer_norm_epsilon", 1e-5);
+    config.headDim = 0; // n_embd / n_head
+    if (keys.has("n_inner")) {
+        config.intermediate = keys.integer("n_inner");
+    } else {
+        // 4 n_embd; validateModelConfig refuses an n_embd beyond kMaxHidden before it reads this.
+        config.intermediate = static_cast<int>(std::min<std::int64_t>(4ll * config.hidden, kMaxIntermediate + 1ll));
+        names.intermediate = "4 x 'n_embd' ('n_inner' is null)";
+    }
+    config.vocab = keys.integer("vocab_size");
+    config.maxPositions = keys.integer("n_positions");
+    config.normEps = keys.number("layer_norm_epsilon", 1e-5);
     config.contextKey = "n_positions";
     const std::string act = keys.string("activation_function").value_or("gelu_new");
     if (act != "gelu_new" && act != "gelu_pytorch_tanh")
@@ -336,7 +302,127 @@ void parseGpt2(const Keys& keys, ModelConfig& config)
     config.ropeTheta = 0.0;
 }
 
+// --- validation ------------------------------------------------------------------------------------
+
+/// `value` in [lo, hi], or a refusal naming `what`.
+void checkRange(std::int64_t value, const std::string& what, std::int64_t lo, std::int64_t hi)
+{
+    if (value < lo || value > hi)
+        throw ConfigError{what + " = " + std::to_string(value) + ": it must be " + rangeText(lo, hi)};
+}
+
+/// `value` in (lo, hi], or a refusal naming `what`.
+void checkNumber(double value, const std::string& what, double lo, double hi)
+{
+    if (value > lo && value <= hi)
+        return;
+    std::ostringstream range;
+    range << "a number in (" << lo << ", " << hi << "]";
+    throw ConfigError{what + " = " + json(value).dump() + ": it must be " + range.str()};
+}
+
+/// heads, kv heads and the head dimension (derived when 0).
+void checkHeads(ModelConfig& c, const ConfigKeys& k)
+{
+    checkRange(c.heads, k.heads, 1, kMaxHeads);
+    checkRange(c.kvHeads, k.kvHeads, 1, c.heads);
+    if (c.heads % c.kvHeads != 0)
+        throw ConfigError{k.kvHeads + " = " + std::to_string(c.kvHeads) + " does not divide " + k.heads + " = "
+                          + std::to_string(c.heads)};
+    const bool rope = c.arch().positions == PositionKind::Rope;
+    const int lo = rope ? 2 : 1;
+    if (c.headDim == 0) {
+        if (c.hidden % c.heads != 0)
+            throw ConfigError{k.heads + " = " + std::to_string(c.heads) + " does not divide " + k.hidden + " = "
+                              + std::to_string(c.hidden) + (k.headDim.empty() ? "" : " (and no " + k.headDim + " is given)")};
+        c.headDim = c.hidden / c.heads;
+        if (c.headDim < lo || c.headDim > kMaxHeadDim)
+            throw ConfigError{k.hidden + " / " + k.heads + " = " + std::to_string(c.headDim)
+                              + ": the head dimension must be " + rangeText(lo, kMaxHeadDim)};
+    } else {
+        checkRange(c.headDim, k.headDim.empty() ? "the head dimension" : k.headDim, lo, kMaxHeadDim);
+    }
+    if (rope && c.headDim % 2 != 0)
+        throw ConfigError{"head dimension " + std::to_string(c.headDim)
+                          + " is odd: rotate-half RoPE pairs dimension i with i + head_dim/2, so it must be even"};
+}
+
+void checkRopeScaling(const ModelConfig& c, const ConfigKeys& k)
+{
+    const RopeScaling& r = c.ropeScaling;
+    constexpr double kMaxFactor = 1e6;
+    switch (r.kind) {
+    case RopeScaling::Kind::None: return;
+    case RopeScaling::Kind::Linear: checkNumber(r.factor, k.ropeFactor, 0.0, kMaxFactor); return;
+    case RopeScaling::Kind::Llama3: // only config.json has it
+        checkNumber(r.factor, k.ropeFactor, 0.0, kMaxFactor);
+        checkNumber(r.lowFreqFactor, "'rope_scaling.low_freq_factor'", 0.0, kMaxFactor);
+        checkNumber(r.highFreqFactor, "'rope_scaling.high_freq_factor'", 0.0, kMaxFactor);
+        if (!(r.highFreqFactor > r.lowFreqFactor))
+            throw ConfigError{"'rope_scaling.high_freq_factor' must exceed 'rope_scaling.low_freq_factor' (llama3 ramps "
+                              "between them)"};
+        checkRange(r.originalMaxPositions, "'rope_scaling.original_max_position_embeddings'", 1, kMaxPositions);
+        return;
+    case RopeScaling::Kind::Factors:
+        if (r.factors.size() != static_cast<std::size_t>(c.headDim / 2))
+            throw ConfigError{k.ropeFactors + " holds " + std::to_string(r.factors.size()) + " factors: the head dimension "
+                              + std::to_string(c.headDim) + " needs one per frequency, " + std::to_string(c.headDim / 2)};
+        for (std::size_t i = 0; i < r.factors.size(); ++i)
+            if (!(r.factors[i] > 0.0f && r.factors[i] <= kMaxFactor))
+                throw ConfigError{k.ropeFactors + " value " + std::to_string(i) + " = " + json(r.factors[i]).dump()
+                                  + ": every factor must be a number in (0, 1e+06]"};
+        return;
+    }
+}
+
+/// A norm epsilon the forward can use: in (0, 1] and still positive and normal as float32.
+void checkNormEpsilon(double eps, const std::string& what)
+{
+    checkNumber(eps, what, 0.0, 1.0);
+    if (static_cast<float>(eps) < std::numeric_limits<float>::min())
+        throw ConfigError{what + " = " + json(eps).dump() + " is 0 or subnormal in float32, the precision the "
+                          "norms are computed in: it must be a number in [1.2e-38, 1]"};
+}
+
+void validate(ModelConfig& c, const ConfigKeys& k)
+{
+    checkRange(c.hidden, k.hidden, 1, kMaxHidden);
+    checkRange(c.layers, k.layers, 1, kMaxLayers);
+    checkHeads(c, k);
+    checkRange(c.intermediate, k.intermediate, 1, kMaxIntermediate);
+    checkRange(c.vocab, k.vocab, 1, kMaxVocab);
+    checkRange(c.maxPositions, k.maxPositions, 1, kMaxPositions);
+    checkNormEpsilon(c.normEps, k.normEps);
+    if (c.arch().positions == PositionKind::Rope) {
+        checkNumber(c.ropeTheta, k.ropeTheta, 1.0, kMaxRopeTheta);
+        checkRopeScaling(c, k);
+    }
+    if (c.slidingWindow < 0)
+        throw ConfigError{k.slidingWindow + " = " + std::to_string(c.slidingWindow) + ": it must be "
+                          + rangeText(1, std::numeric_limits<int>::max()) + " (or absent: no window)"};
+}
+
 } // namespace
+
+ConfigKeys ConfigKeys::huggingFace(Architecture architecture)
+{
+    if (architecture == Architecture::Gpt2)
+        return ConfigKeys{"'n_layer'", "'n_embd'", "'n_head'", "the KV head count", "'n_inner'", "'vocab_size'",
+                          "'n_positions'", "'layer_norm_epsilon'", "rope_theta", "sliding_window", "", "", ""};
+    return ConfigKeys{"'num_hidden_layers'", "'hidden_size'", "'num_attention_heads'", "'num_key_value_heads'",
+                      "'intermediate_size'", "'vocab_size'", "'max_position_embeddings'", "'rms_norm_eps'",
+                      "'rope_theta'", "'sliding_window'", "'head_dim'", "'rope_scaling.factor'", "rope factors"};
+}
+
+Status validateModelConfig(ModelConfig& config, const ConfigKeys& keys)
+{
+    try {
+        validate(config, keys);
+    } catch (const ConfigError& e) {
+        return Error{config.source, e.message};
+    }
+    return Ok{};
+}
 
 std::vector<double> RopeScaling::inverseFrequencies(double theta, int headDim) const
 {
@@ -424,18 +510,22 @@ Result<ModelConfig> parseHfConfig(std::string_view jsonText, const std::string& 
         return Error{label, "config is " + io::describeJson(root) + ", not a JSON object"};
     ModelConfig config;
     config.source = label;
+    ConfigKeys names;
     try {
         const Keys keys(root);
         config.architecture = architectureOf(keys);
+        names = ConfigKeys::huggingFace(config.architecture);
         if (config.architecture == Architecture::Gpt2)
-            parseGpt2(keys, config);
+            parseGpt2(keys, config, names);
         else
-            parseLlamaFamily(keys, config);
+            parseLlamaFamily(keys, config, names);
     } catch (const ConfigError& e) {
         return Error{label, e.message};
     } catch (const json::exception& e) {
         return Error{label, std::string("unexpected JSON value: ") + e.what()};
     }
+    if (auto ok = validateModelConfig(config, names); !ok)
+        return ok.error();
     return config;
 }
 

@@ -89,12 +89,37 @@ struct ModelConfig {
     std::string summary() const;
 };
 
+/// What a format calls each ModelConfig field, as its messages quote it ("'hidden_size'" in
+/// config.json, "key 'llama.embedding_length'" in a GGUF file), for validateModelConfig's refusals.
+struct ConfigKeys {
+    std::string layers, hidden, heads, kvHeads, intermediate, vocab, maxPositions, normEps, ropeTheta, slidingWindow;
+    /// The key that gives the head dimension; empty when the format derives it always (GPT-2).
+    std::string headDim;
+    /// The scale factor of linear (and llama3) rope scaling, and the per-frequency factors.
+    std::string ropeFactor, ropeFactors;
+    /// config.json's keys ("'hidden_size'", ...; GPT-2's "'n_embd'", ...).
+    static ConfigKeys huggingFace(Architecture architecture);
+};
+
+/// The one validation of a ModelConfig, whichever format it was read from (config.json, a GGUF
+/// header): every size in its range (layers [1, kMaxLayers], hidden [1, kMaxHidden], heads [1,
+/// kMaxHeads], kvHeads [1, heads] and dividing heads, intermediate [1, kMaxIntermediate], vocab [1,
+/// kMaxVocab], maxPositions [1, kMaxPositions], headDim [2, kMaxHeadDim] and even for RoPE models
+/// (rotate-half pairs i with i + headDim/2), [1, kMaxHeadDim] otherwise), normEps in (0, 1] and a
+/// normal float32 (the precision the norms are computed in: 1e-50 would be 0 there, and an all-zero
+/// row 0/0), ropeTheta in (1, kMaxRopeTheta] for RoPE models, the rope scaling's parameters
+/// (factors in (0, 1e6]; llama3's high_freq_factor above its low one; one positive finite factor
+/// per frequency), slidingWindow >= 0. A headDim of 0 is derived here: hidden / heads, which must
+/// divide. Each refusal is one line, `config.source` then the key as `keys` names it, the value and
+/// the allowed range.
+Status validateModelConfig(ModelConfig& config, const ConfigKeys& keys);
+
 /// Parses config.json text. `label` (the file path) starts every error. Pure: no file access.
 /// Accepted: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, chosen by
 /// `architectures[0]`, or by `model_type` (llama, mistral, qwen2, gpt2) when `architectures` is
-/// absent. Refused, naming the key: sizes missing, zero, negative, non-integer or beyond the
-/// limits above (the message gives the allowed range); heads not dividing hidden (head_dim absent),
-/// kv heads not dividing heads; odd head_dim (RoPE); `rope_scaling` of any type but "default";
+/// absent. Refused, naming the key: sizes missing or non-integer; whatever validateModelConfig
+/// refuses (sizes out of range, heads not dividing hidden with head_dim absent, kv heads not dividing
+/// heads, odd head_dim); `rope_scaling` of a type other than default, linear and llama3;
 /// `rope_parameters.rope_type` other than "default"; `partial_rotary_factor` != 1 (top level or in
 /// rope_parameters); two different rope_theta values; `hidden_act` other than silu/swish (Llama
 /// family); `mlp_bias` true; GPT-2 `activation_function` other than gelu_new/gelu_pytorch_tanh,

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The transformer engine of core/lm (Hugging Face config and weights, the forward pass, next-token
+# The transformer engine of core/lm (Hugging Face config and weights, GGUF files, the forward pass, next-token
 # statistics), added to kvlens_core. Layer: above core/attention, below core/quant.
 target_sources(kvlens_core PRIVATE
   lm/architecture.cpp
   lm/architecture.h
   lm/checkpoint.cpp
   lm/checkpoint.h
+  lm/gguf_model.cpp
+  lm/gguf_model.h
+  lm/gguf_vocab.cpp
+  lm/gguf_vocab.h
   lm/hf_config.cpp
   lm/hf_config.h
   lm/next_token_stats.cpp

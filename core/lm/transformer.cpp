@@ -635,13 +635,21 @@ Result<Transformer> Transformer::create(ModelConfig config, ModelTensors tensors
 
 Result<Transformer> Transformer::load(const std::string& path, const LoadOptions& options)
 {
-    auto config = loadHfConfig(path);
-    if (!config)
-        return config.error();
-    auto loaded = loadTensors(path, *config, options);
+    auto source = openModelSource(path);
+    if (!source)
+        return source.error();
+    return load(*source, options);
+}
+
+Result<Transformer> Transformer::load(const ModelSource& source, const LoadOptions& options)
+{
+    auto checkpoint = openCheckpoint(source);
+    if (!checkpoint)
+        return checkpoint.error();
+    auto loaded = loadFromCheckpoint(*checkpoint, source.config, options);
     if (!loaded)
         return loaded.error();
-    auto model = create(std::move(*config), std::move(loaded->tensors), options.threads);
+    auto model = create(source.config, std::move(loaded->tensors), options.threads);
     if (model) {
         model->m_estimate = loaded->estimate;
         model->m_notes = loaded->notes;

@@ -6,6 +6,7 @@
 #include "core/common/result.h"
 #include "core/common/types.h"
 #include "core/io/ggml_types.h"
+#include "core/lm/gguf_model.h"
 #include "core/lm/hf_config.h"
 #include "core/lm/weights.h"
 
@@ -199,9 +200,11 @@ public:
     static Result<Transformer> create(ModelConfig config, ModelWeights weights, int threads = 0);
     /// A model over stored tensors (checkTensorShapes).
     static Result<Transformer> create(ModelConfig config, ModelTensors tensors, int threads = 0);
-    /// A Hugging Face folder: loadHfConfig(dir), loadTensors(dir, config, options) (memory-mapped,
-    /// stored types), create(..., options.threads).
+    /// A Hugging Face folder or a GGUF file: openModelSource(path), then load(source, options).
     static Result<Transformer> load(const std::string& path, const LoadOptions& options = {});
+    /// An opened source: its checkpoint (openCheckpoint), loadFromCheckpoint (memory-mapped, stored
+    /// types, every check), create(..., options.threads).
+    static Result<Transformer> load(const ModelSource& source, const LoadOptions& options = {});
 
     const ModelConfig& config() const { return m_config; }
     const ModelTensors& tensors() const { return *m_tensors; }

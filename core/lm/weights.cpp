@@ -328,6 +328,13 @@ ModelTensors assemble(const ModelConfig& c, const Checkpoint& cp, const std::vec
         if (to.vector->size() < to.offset + need.shape[0])
             to.vector->conservativeResize(to.offset + need.shape[0]);
         widen(t, *to.vector, to.offset);
+        if (permute && (need.role == TensorRole::QBias || need.role == TensorRole::KBias)) {
+            // The converter permutes q/k biases with their rows (convert_hf_to_gguf.py, LlamaModel).
+            const auto order = ggufRopeOrder(need.role == TensorRole::QBias ? c.heads : c.kvHeads, c.headDim);
+            const RowVectorXf stored = to.vector->segment(to.offset, need.shape[0]);
+            for (std::size_t r = 0; r < order.size(); ++r)
+                (*to.vector)[to.offset + static_cast<Eigen::Index>(r)] = stored[order[r]];
+        }
     }
     return m;
 }
@@ -672,7 +679,12 @@ Result<MemoryEstimate> estimateMemory(const std::string& dir, const ModelConfig&
     auto cp = openHfCheckpoint(dir);
     if (!cp)
         return cp.error();
-    auto prepared = prepare(*cp, config, options);
+    return estimateMemory(*cp, config, options);
+}
+
+Result<MemoryEstimate> estimateMemory(const Checkpoint& checkpoint, const ModelConfig& config, const LoadOptions& options)
+{
+    auto prepared = prepare(checkpoint, config, options);
     if (!prepared)
         return prepared.error();
     return prepared->estimate;

@@ -170,7 +170,11 @@ struct LoadedTensors {
 /// NaN or Inf is refused naming the tensor and its first flat index).
 Result<LoadedTensors> loadTensors(const std::string& dir, const ModelConfig& config, const LoadOptions& options = {});
 
-/// The same for an opened checkpoint of any format (loadTensors's steps after opening the files).
+/// The same for an opened checkpoint of any format (loadTensors's steps after opening the files). A
+/// GGUF checkpoint is named as llama.cpp names its tensors (TensorName::gguf); its matrices may hold
+/// ggml's block types too (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K), its vectors F32,
+/// F16 or BF16; the q and k rows (and biases) of a family whose converter reorders them
+/// (ggufPermutesQK) are read back in Hugging Face's rotate-half order.
 Result<LoadedTensors> loadFromCheckpoint(const Checkpoint& checkpoint, const ModelConfig& config,
                                          const LoadOptions& options = {});
 
@@ -179,6 +183,9 @@ Result<ModelWeights> loadWeights(const std::string& dir, const ModelConfig& conf
 
 /// The estimate loadTensors checks, for the same folder (headers only).
 Result<MemoryEstimate> estimateMemory(const std::string& dir, const ModelConfig& config, const LoadOptions& options = {});
+/// The estimate loadFromCheckpoint checks, for an opened checkpoint of any format (headers only).
+Result<MemoryEstimate> estimateMemory(const Checkpoint& checkpoint, const ModelConfig& config,
+                                      const LoadOptions& options = {});
 
 /// "about 13021 MiB (weights 12852 MiB mapped as stored, ...)", the estimate in words.
 std::string describeEstimate(const MemoryEstimate& estimate, const LoadOptions& options);
