@@ -37,13 +37,31 @@
 #include <numeric>
 #include <set>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <sstream>
 
 namespace kvlens::app {
 
 namespace {
+
+/// Writes `files` into `dir` atomically, one by one; stops at the first failure (named on `err`) or
+/// at SIGINT/SIGTERM. Returns 0, kExitFailed or the interrupt's status.
+int writeFiles(std::span<const std::pair<std::string, std::string>> files, const std::string& dir,
+               const std::string& outDir, std::ostream& err)
+{
+    for (const auto& [name, contents] : files) {
+        if (auto written = writeFileAtomic(dir + name, contents); !written) {
+            err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
+            return kExitFailed;
+        }
+        if (InterruptScope::interrupted())
+            return InterruptScope::exitStatus();
+    }
+    return 0;
+}
 
 /// A shard's directory: the spec, its trials' CSVs, trials.bin, then manifest.json — written
 /// last, so a directory with a manifest holds a complete shard.
@@ -56,7 +74,6 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
         err << "kvlens: " << made.error().text() << "\n";
         return 1;
     }
-    const std::string dir = outDir + "/";
     // spec.json is the spec as run (loadable: the fallback label lives in the manifest).
     const std::pair<std::string, std::string> files[] = {
         {"spec.json", specToJson(spec) + "\n"},
@@ -65,14 +82,8 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
         {"trials.bin", encodeTrials(manifest.specHash, results.trials, manifest.trials)},
         {"manifest.json", manifestToJson(manifest)},
     };
-    for (const auto& [name, contents] : files) {
-        if (auto written = writeFileAtomic(dir + name, contents); !written) {
-            err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
-            return 1;
-        }
-        if (InterruptScope::interrupted())
-            return InterruptScope::exitStatus();
-    }
+    if (const int status = writeFiles(files, outDir + "/", outDir, err); status != 0)
+        return status;
     out << "KVLens " << spec.name << ": shard " << shard.index << "/" << shard.count << ", " << results.trials.size()
         << " of " << manifest.specTrials << " trials, backend " << results.backend << ", "
         << static_cast<long long>(results.elapsedMs) << " ms\n"
@@ -82,6 +93,20 @@ int writeShardFiles(const ResultSet& results, const ExperimentSpec& spec, ShardI
 }
 
 } // namespace
+
+bool samePath(const std::string& a, const std::string& b)
+{
+    std::error_code ea, eb;
+    const auto pa = std::filesystem::weakly_canonical(a, ea), pb = std::filesystem::weakly_canonical(b, eb);
+    return !ea && !eb && pa == pb;
+}
+
+std::string withoutTrailingSlashes(std::string dir)
+{
+    while (dir.size() > 1 && dir.back() == '/')
+        dir.pop_back();
+    return dir;
+}
 
 Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options)
 {
@@ -99,6 +124,26 @@ Result<ExperimentSpec> loadBatchSpec(const BatchOptions& options)
 }
 
 namespace {
+
+/// A batch run's spec loaded, and its output directory claimed (staged, locked, writable) before
+/// anything is computed.
+struct PreparedRun {
+    ExperimentSpec spec;
+    io::StagedDirectory staged;
+};
+
+Result<PreparedRun> prepareRun(const BatchOptions& options)
+{
+    if (options.outDir.empty())
+        return Error{"", "--batch needs --out DIR"};
+    Result<ExperimentSpec> spec = loadBatchSpec(options);
+    if (!spec)
+        return spec.error();
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged)
+        return staged.error();
+    return PreparedRun{std::move(*spec), std::move(*staged)};
+}
 
 std::string refusalText(const BatchOptions& options, const Error& error)
 {
@@ -119,7 +164,7 @@ int exitStatusFor(const Error& error)
 int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
 {
     std::optional<ShardId> shard;
-    if (options.shardGiven || !options.shard.empty()) {
+    if (!options.shard.empty()) {
         auto parsed = parseShard(options.shard);
         if (!parsed) {
             err << "kvlens: " << parsed.error().text() << "\n";
@@ -133,23 +178,15 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     }
     if (options.validate)
         return runValidation(options, out, err);
-    if (options.outDir.empty()) {
-        err << "kvlens: --batch needs --out DIR\n";
+    auto prepared = prepareRun(options);
+    if (!prepared) {
+        err << "kvlens: " << prepared.error().text() << "\n";
         return kExitRefused;
     }
-    Result<ExperimentSpec> spec = loadBatchSpec(options);
-    if (!spec) {
-        err << "kvlens: " << spec.error().text() << "\n";
-        return kExitRefused;
-    }
-    // Before computing: the output directory must be writable and not another run's.
-    auto staged = io::StagedDirectory::begin(options.outDir);
-    if (!staged) {
-        err << "kvlens: " << staged.error().text() << "\n";
-        return kExitRefused;
-    }
-    BackendChoice backend = makeBackend(*spec, options.threads);
-    if (!backend.warning.empty() && spec->backend == BackendKind::OpenCl)
+    const ExperimentSpec& spec = prepared->spec;
+    io::StagedDirectory& staged = prepared->staged;
+    BackendChoice backend = makeBackend(spec, options.threads);
+    if (!backend.warning.empty() && spec.backend == BackendKind::OpenCl)
         err << "kvlens: OpenCL unavailable, running on the CPU backend: " << backend.warning << "\n";
     if (!backend.note.empty() && !options.quiet)
         err << "kvlens: " << backend.note << "\n";
@@ -170,8 +207,8 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
     }
     const InterruptScope interrupts;
     ProgressLine progress(err, options.quiet);
-    Result<ResultSet> results = runExperiment(*spec, *backend.backend, &progress,
-                                              shard ? shardFilter(*spec, *shard) : TrialFilter{},
+    Result<ResultSet> results = runExperiment(spec, *backend.backend, &progress,
+                                              shard ? shardFilter(spec, *shard) : TrialFilter{},
                                               cache ? &*cache : nullptr);
     if (!results) {
         err << "kvlens: " << refusalText(options, results.error()) << "\n";
@@ -194,10 +231,10 @@ int runBatch(const BatchOptions& options, std::ostream& out, std::ostream& err)
         report << "reused " << results->reusedTrials << " of " << results->trials.size() << " trials from "
                << options.reuseDir << "; computed " << static_cast<long long>(results->trials.size()) - results->reusedTrials
                << "\n";
-    const int written = shard ? writeShardFiles(*results, *spec, *shard, staged->path(), options.outDir, report, err)
-                              : writeRunFiles(*results, staged->path(), options.figures, report, err, options.outDir,
+    const int written = shard ? writeShardFiles(*results, spec, *shard, staged.path(), options.outDir, report, err)
+                              : writeRunFiles(*results, staged.path(), options.figures, report, err, options.outDir,
                                               options.quiet, options.figure);
-    return finishRun(*staged, written, report.str(), out, err);
+    return finishRun(staged, written, report.str(), out, err);
 }
 
 int finishRun(io::StagedDirectory& staged, int written, const std::string& report, std::ostream& out,
@@ -432,7 +469,220 @@ Result<std::vector<AllocationCheck>> checkAllocation(const ResultSet& results, c
 
 namespace {
 
-/// writeRunFiles's work; the analyses poll `cancel` and may throw Cancelled or bad_alloc.
+/// What a model run adds to its directory: the files, the report's lines, the advisor's figure.
+struct ModelOutputs {
+    std::vector<std::pair<std::string, std::string>> files;
+    std::string text;
+    std::optional<claims::Figure> advisor;
+};
+
+/// One advisor target: the advice, its files (allocation.json and its layers first for the first
+/// target; each target's own, named by it, when there are several), and its rerun as its own
+/// experiment. Returns 0, or the status to stop with (refused rerun, interrupt).
+int adviseTarget(const ResultSet& results, const std::vector<LayerCurves>& curves, double target, std::size_t index,
+                 bool several, std::uint64_t specHash, bool quiet, std::ostream& err, const CancelToken& cancel,
+                 ModelOutputs& model, std::vector<TargetAdvice>& shown)
+{
+    const AdvisorOptions& objective = results.spec.advisor;
+    model.text += advisorText(curves, target, objective);
+    const auto advice = allocate(curves, target);
+    if (!advice)
+        return 0;
+    const std::string tag = "_" + formatNumber(target);
+    const AllocationFile file = allocationFile(*advice, target, specHash, std::string(advisorLossName(objective.loss)),
+                                               std::string(advisorStatisticName(objective.objective)));
+    const std::string json = allocationToJson(file), layersCsv = allocationLayersCsv(file);
+    if (index == 0) {
+        model.files.emplace_back("allocation.json", json);
+        model.files.emplace_back("allocation_layers.csv", layersCsv);
+    }
+    if (several) {
+        model.files.emplace_back("allocation" + tag + ".json", json);
+        model.files.emplace_back("allocation_layers" + tag + ".csv", layersCsv);
+    }
+    const LlamaCppTypes llama = llamaCppTypes(file.entries);
+    model.text += "llama.cpp: " + (llama.ctk.empty() ? llama.note : llama.args()) + "\n";
+    std::string note;
+    io::faultPoint("advisor"); // tests replace the dump here: the rerun must not read it as the run's
+    ProgressLine progress(err, quiet,
+                          several ? "checking the advice at " + formatNumber(target) + " bits:"
+                                  : std::string("checking the advice:"));
+    // The plain schemes run at the target's whole bits (3 for 3.5): none of them costs more than the
+    // target before overheads.
+    const int budget = std::clamp(static_cast<int>(std::floor(target)), SpecLimits::kMinBudget, SpecLimits::kMaxBudget);
+    const auto checked = checkAllocation(results, *advice, bestUniformSplit(curves, target), budget, objective, progress,
+                                         note, cancel);
+    if (InterruptScope::interrupted())
+        return InterruptScope::exitStatus();
+    if (!checked) {
+        err << "kvlens: " << checked.error().text() << "\n";
+        return kExitRefused;
+    }
+    if (checked->empty()) {
+        model.text += "the advice was not rerun: " + note + "\n";
+        return 0;
+    }
+    if (index == 0)
+        model.files.emplace_back("allocation_check.csv", allocationChecksCsv(*checked));
+    if (several)
+        model.files.emplace_back("allocation_check" + tag + ".csv", allocationChecksCsv(*checked));
+    model.text += allocationChecksText(*checked, objective);
+    shown.push_back({target, *advice, *checked});
+    return 0;
+}
+
+/// A model run's map, and with K-only and V-only its sensitivity, front and advice (each target
+/// checked by a rerun). Returns 0, or the status to stop with.
+int modelOutputs(const ResultSet& results, std::uint64_t specHash, bool quiet, std::ostream& err,
+                 const CancelToken& cancel, ModelOutputs& model)
+{
+    const auto map = modelMap(results);
+    if (map.empty()) {
+        if (!(results.spec.advisor == AdvisorOptions{}))
+            model.text += "advisor: not run: the spec's \"advisor\" applies to a model run (regime \"model\") with the "
+                          "schemes K-only and V-only\n";
+        return 0;
+    }
+    model.files.emplace_back("model_map.csv", modelMapCsv(results, map));
+    const auto sensitivity = kvSensitivity(results);
+    if (sensitivity.empty()) {
+        model.text += "advisor: no advice: add the schemes K-only and V-only to the spec (the advisor needs each "
+                      "layer's K-only and V-only damage curves)\n";
+        return 0;
+    }
+    model.files.emplace_back("kv_sensitivity.csv", kvSensitivityCsv(sensitivity));
+    const AdvisorOptions& objective = results.spec.advisor;
+    const auto curves = layerCurves(results, objective);
+    if (!curves) {
+        model.text += "advisor: " + curves.error().message + "\n";
+        return 0;
+    }
+    if (curves->empty())
+        return 0;
+    const auto front = paretoFront(*curves);
+    model.files.emplace_back("pareto.csv", paretoCsv(front));
+    model.text = kvSensitivityText(sensitivity);
+    if (!(objective == AdvisorOptions{}))
+        model.text += "advisor: minimizing the summed " + advisorObjectiveText(objective) + " over layers\n";
+    const std::vector<double> targets = objective.targets();
+    std::vector<TargetAdvice> shown;
+    for (std::size_t i = 0; i < targets.size(); ++i)
+        if (const int status = adviseTarget(results, *curves, targets[i], i, targets.size() > 1, specHash, quiet, err,
+                                            cancel, model, shown);
+            status != 0)
+            return status;
+    if (!shown.empty())
+        model.advisor = advisorFigure(front, shown, objective);
+    return 0;
+}
+
+/// What the figures phase tells the report.
+struct FigureNotes {
+    int files = 0;
+    std::string teaching; ///< which pair the Teaching figure draws, or why it is not drawn
+    std::string skipped;  ///< the views with nothing to draw, named
+};
+
+/// Prepares the Teaching view for the run: its one-query chain for the run's first scheme pair on
+/// the run's data law, every stage revealed. False (with the reason in `note`) when it cannot be drawn.
+bool prepareTeaching(widgets::TeachingView& teaching, const ResultSet& results, std::string& note)
+{
+    const auto config = teachingConfigForRun(results.spec);
+    if (!config) {
+        note = "teaching figure not drawn: " + config.error().text() + "\n";
+        return false;
+    }
+    teaching.setRunConfig(*config);
+    teaching.setStage(widgets::TeachingView::StageCount - 1);
+    if (!teaching.waitUntilDrawn(120000) || !teaching.result()) {
+        note = "teaching figure not drawn: "
+               + (teaching.error().isEmpty() ? std::string("no result in 120 s") : teaching.error().toStdString()) + "\n";
+        return false;
+    }
+    note = "teaching figure: " + config->schemes[0] + " against " + config->schemes[1] + " at n = "
+           + std::to_string(config->budget) + ", seed " + std::to_string(config->seed) + " (the run's first scheme pair)\n";
+    return true;
+}
+
+/// Every view as PDF, SVG and PNG with its data and the spec in DIR/figures, and the advisor's
+/// front. Needs a QApplication. Returns 0, kExitFailed or the interrupt's status.
+int writeFigures(const ResultSet& results, const std::vector<stats::ComparisonRow>& comparisons,
+                 const std::vector<stats::ProxyRow>& proxies, const std::optional<claims::Figure>& advisor,
+                 const std::string& outDir, const widgets::ExportOptions& figureOptions, std::ostream& err,
+                 const CancelToken& cancel, FigureNotes& notes)
+{
+    const std::string specJson = specToJson(results.spec) + "\n";
+    widgets::ViewData data;
+    data.figures = std::make_shared<const FigureData>(buildFigureData(results));
+    data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
+    data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(proxies);
+    data.results = std::make_shared<const ResultSet>(results);
+    if (results.spec.regime == "model") {
+        data.modelMap = std::make_shared<const std::vector<MapValue>>(modelMap(results));
+        data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(results));
+    }
+    QWidget host;
+    const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
+    auto exported = [&](widgets::ResultView& view, const QString& stem) {
+        const auto outcome = widgets::exportView(view, figuresDir, stem, figureOptions, QByteArray::fromStdString(specJson));
+        if (!outcome.ok()) {
+            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";
+            return false;
+        }
+        notes.files += static_cast<int>(outcome.written.size());
+        for (const QString& why : outcome.skipped) // a view with nothing to draw is named, never silently absent
+            notes.skipped += "no figure: " + why.toStdString() + "\n";
+        return true;
+    };
+    for (widgets::ResultView* view : widgets::createViews(&host)) {
+        cancel.check();
+        if (auto* teaching = qobject_cast<widgets::TeachingView*>(view); teaching && !prepareTeaching(*teaching, results, notes.teaching))
+            continue;
+        view->resize(900, 650);
+        view->setData(data);
+        if (!exported(*view, view->viewId()))
+            return kExitFailed;
+    }
+    if (advisor) {
+        ClaimFigureView view(*advisor, &host);
+        view.resize(900, 650);
+        if (!exported(view, QStringLiteral("pareto_front")))
+            return kExitFailed;
+        if (InterruptScope::interrupted())
+            return InterruptScope::exitStatus();
+    }
+    return 0;
+}
+
+/// The run's report on the terminal: the headline, the summary and comparison tables (clipped),
+/// the proxies, the model's lines and what was written.
+void printRunReport(const ResultSet& results, const std::vector<stats::ComparisonRow>& comparisons,
+                    const std::vector<stats::ProxyRow>& proxies, const ModelOutputs& model, const FigureNotes& notes,
+                    bool figures, const std::string& shown, std::ostream& out)
+{
+    out << "KVLens " << results.spec.name << ": regime " << results.spec.regime << ", d = " << results.spec.d
+        << ", N = " << results.spec.tokens << ", Q = " << results.spec.queries << ", " << results.spec.seedCount
+        << " seeds, backend " << results.backend << ", " << results.trials.size() << " trials in "
+        << static_cast<long long>(results.elapsedMs) << " ms\n";
+    if (!results.regimeNote.empty())
+        out << results.regimeNote << "\n";
+    // A whole model's map has thousands of rows: the terminal gets the first, the files every one.
+    out << clippedTable(summaryText(results), "summary.csv") << "\n"
+        << clippedTable(stats::comparisonsText(results, comparisons), "comparisons.csv") << "\n"
+        << stats::proxiesText(proxies);
+    out << model.text << notes.teaching << notes.skipped;
+    out << "wrote " << shown
+        << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json";
+    for (const auto& file : model.files)
+        out << ", " << file.first;
+    out << "}";
+    if (figures)
+        out << " and " << notes.files << " files in " << shown << "/figures";
+    out << "\n";
+}
+
+/// writeRunFiles's work, in phases: analyse, the tables, the model's files, the figures, the
+/// report. The analyses poll `cancel` and may throw Cancelled or bad_alloc.
 int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, bool figures, std::ostream& out,
                            std::ostream& err, const std::string& shownDir, bool quiet,
                            const widgets::ExportOptions& figureOptions, const CancelToken& cancel)
@@ -449,200 +699,34 @@ int writeRunFilesUnguarded(const ResultSet& results, const std::string& outDir, 
     cancel.check();
     // The whole run is shard 0 of 1: trials.bin keeps every result for --reuse (and kvlens merge).
     const ShardManifest manifest = manifestFor(results, results.spec, ShardId{0, 1});
-    const std::pair<std::string, std::string> files[] = {
-        {"spec.json", specToJson(results.spec) + "\n"},
-        {"summary.csv", summaryCsv(results)},
-        {"trials.csv", trialsCsv(results)},
-        {"queries.csv", queriesCsv(results)},
-        {"comparisons.csv", stats::comparisonsCsv(results, comparisons)},
-        {"proxies.csv", stats::proxiesCsv(results, proxies)},
-        {"trials.bin", encodeTrials(manifest.specHash, results.trials, manifest.trials)},
-        {"manifest.json", manifestToJson(manifest)},
-    };
-    for (const auto& [name, contents] : files) {
-        if (auto written = writeFileAtomic(dir + name, contents); !written) {
-            err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
-            return kExitFailed;
-        }
-        if (InterruptScope::interrupted())
-            return InterruptScope::exitStatus();
-    }
-    // A model run: the map, and with K-only and V-only the sensitivity, the front and the advice.
-    std::string modelText;
-    std::vector<std::string> modelFiles;
-    std::optional<claims::Figure> advisor;
-    if (const auto map = modelMap(results); !map.empty()) {
-        std::vector<std::pair<std::string, std::string>> extra{{"model_map.csv", modelMapCsv(results, map)}};
-        const auto sensitivity = kvSensitivity(results);
-        const AdvisorOptions& objective = results.spec.advisor;
-        const auto curvesOrError = layerCurves(results, objective);
-        const std::vector<LayerCurves> curves = curvesOrError ? *curvesOrError : std::vector<LayerCurves>{};
-        if (!sensitivity.empty())
-            extra.emplace_back("kv_sensitivity.csv", kvSensitivityCsv(sensitivity));
-        if (sensitivity.empty())
-            modelText += "advisor: no advice: add the schemes K-only and V-only to the spec (the advisor needs each "
-                         "layer's K-only and V-only damage curves)\n";
-        else if (!curvesOrError)
-            modelText += "advisor: " + curvesOrError.error().message + "\n";
-        if (!sensitivity.empty() && !curves.empty()) {
-            const auto front = paretoFront(curves);
-            extra.emplace_back("pareto.csv", paretoCsv(front));
-            const std::vector<double> targets = objective.targets();
-            const bool several = targets.size() > 1;
-            modelText = kvSensitivityText(sensitivity);
-            if (!(objective == AdvisorOptions{}))
-                modelText += "advisor: minimizing the summed " + advisorObjectiveText(objective) + " over layers\n";
-            std::vector<TargetAdvice> shown;
-            for (std::size_t i = 0; i < targets.size(); ++i) {
-                const double target = targets[i];
-                modelText += advisorText(curves, target, objective);
-                const auto advice = allocate(curves, target);
-                if (!advice)
-                    continue;
-                // allocation.json is the first target's, as it always was; several targets each get their own
-                // files too, named by the target ("allocation_2.5.json").
-                const std::string tag = "_" + formatNumber(target);
-                const AllocationFile file = allocationFile(*advice, target, manifest.specHash,
-                                                           std::string(advisorLossName(objective.loss)),
-                                                           std::string(advisorStatisticName(objective.objective)));
-                const std::string json = allocationToJson(file), layersCsv = allocationLayersCsv(file);
-                if (i == 0) {
-                    extra.emplace_back("allocation.json", json);
-                    extra.emplace_back("allocation_layers.csv", layersCsv);
-                }
-                if (several) {
-                    extra.emplace_back("allocation" + tag + ".json", json);
-                    extra.emplace_back("allocation_layers" + tag + ".csv", layersCsv);
-                }
-                const LlamaCppTypes llama = llamaCppTypes(file.entries);
-                modelText += "llama.cpp: " + (llama.ctk.empty() ? llama.note : llama.args()) + "\n";
-                std::string note;
-                io::faultPoint("advisor"); // tests replace the dump here: the rerun must not read it as the run's
-                ProgressLine progress(err, quiet,
-                                      several ? "checking the advice at " + formatNumber(target) + " bits:"
-                                              : std::string("checking the advice:"));
-                // The plain schemes run at the target's whole bits (3 for 3.5): none of them costs more than
-                // the target before overheads.
-                const int budget = std::clamp(static_cast<int>(std::floor(target)), SpecLimits::kMinBudget,
-                                              SpecLimits::kMaxBudget);
-                const auto checked = checkAllocation(results, *advice, bestUniformSplit(curves, target), budget,
-                                                     objective, progress, note, cancel);
-                if (InterruptScope::interrupted())
-                    return InterruptScope::exitStatus();
-                if (!checked) {
-                    err << "kvlens: " << checked.error().text() << "\n";
-                    return kExitRefused;
-                }
-                const std::vector<AllocationCheck>& checks = *checked;
-                if (!checks.empty()) {
-                    if (i == 0)
-                        extra.emplace_back("allocation_check.csv", allocationChecksCsv(checks));
-                    if (several)
-                        extra.emplace_back("allocation_check" + tag + ".csv", allocationChecksCsv(checks));
-                    modelText += allocationChecksText(checks, objective);
-                    shown.push_back({target, *advice, checks});
-                } else {
-                    modelText += "the advice was not rerun: " + note + "\n";
-                }
-            }
-            if (!shown.empty())
-                advisor = advisorFigure(front, shown, objective);
-        }
-        for (const auto& [name, contents] : extra) {
-            if (auto written = writeFileAtomic(dir + name, contents); !written) {
-                err << "kvlens: " << written.error().text() << io::spaceNote(outDir) << "\n";
-                return kExitFailed;
-            }
-            modelFiles.push_back(name);
-        }
-    } else if (!(results.spec.advisor == AdvisorOptions{})) {
-        modelText += "advisor: not run: the spec's \"advisor\" applies to a model run (regime \"model\") with the "
-                     "schemes K-only and V-only\n";
-    }
-    io::faultPoint("writing");
-    // Every view as PDF, SVG and PNG (single-column width) with its data and the spec.
-    const std::string specJson = specToJson(results.spec) + "\n";
-    widgets::ViewData data;
-    data.figures = std::make_shared<const FigureData>(buildFigureData(results));
-    data.comparisons = std::make_shared<const std::vector<stats::ComparisonRow>>(comparisons);
-    data.proxies = std::make_shared<const std::vector<stats::ProxyRow>>(proxies);
-    data.results = std::make_shared<const ResultSet>(results);
-    if (results.spec.regime == "model") {
-        data.modelMap = std::make_shared<const std::vector<MapValue>>(modelMap(results));
-        data.sensitivity = std::make_shared<const std::vector<SensitivityRow>>(kvSensitivity(results));
-    }
-    QWidget host;
-    const QString figuresDir = QDir(QString::fromStdString(outDir)).filePath(QStringLiteral("figures"));
-    int figureFiles = 0;
-    std::string teachingNote, skippedNote;
-    for (widgets::ResultView* view : figures ? widgets::createViews(&host) : std::vector<widgets::ResultView*>{}) {
-        cancel.check();
-        // The teaching tab draws its one-query chain for the run's first scheme pair on the run's
-        // data law, with every stage revealed; a run that reads files or lacks a pair says why not.
-        if (auto* teaching = qobject_cast<widgets::TeachingView*>(view)) {
-            const auto config = teachingConfigForRun(results.spec);
-            if (!config) {
-                teachingNote = "teaching figure not drawn: " + config.error().text() + "\n";
-                continue;
-            }
-            teaching->setRunConfig(*config);
-            teaching->setStage(widgets::TeachingView::StageCount - 1);
-            if (!teaching->waitUntilDrawn(120000) || !teaching->result()) {
-                teachingNote = "teaching figure not drawn: " +
-                               (teaching->error().isEmpty() ? std::string("no result in 120 s") : teaching->error().toStdString()) +
-                               "\n";
-                continue;
-            }
-            teachingNote = "teaching figure: " + config->schemes[0] + " against " + config->schemes[1] + " at n = " +
-                           std::to_string(config->budget) + ", seed " + std::to_string(config->seed) +
-                           " (the run's first scheme pair)\n";
-        }
-        view->resize(900, 650);
-        view->setData(data);
-        const auto outcome = widgets::exportView(*view, figuresDir, view->viewId(), figureOptions,
-                                                 QByteArray::fromStdString(specJson));
-        if (!outcome.ok()) {
-            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";
-            return kExitFailed;
-        }
-        figureFiles += static_cast<int>(outcome.written.size());
-        for (const QString& why : outcome.skipped) // a view with nothing to draw is named, never silently absent
-            skippedNote += "no figure: " + why.toStdString() + "\n";
-    }
-    if (figures && advisor) {
-        ClaimFigureView view(*advisor, &host);
-        view.resize(900, 650);
-        const auto outcome = widgets::exportView(view, figuresDir, QStringLiteral("pareto_front"), figureOptions,
-                                                 QByteArray::fromStdString(specJson));
-        if (!outcome.ok()) {
-            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(outDir) << "\n";
-            return kExitFailed;
-        }
-        figureFiles += static_cast<int>(outcome.written.size());
-        if (InterruptScope::interrupted())
-            return InterruptScope::exitStatus();
-    }
+    {
+        const std::pair<std::string, std::string> tables[] = {
+            {"spec.json", specToJson(results.spec) + "\n"},
+            {"summary.csv", summaryCsv(results)},
+            {"trials.csv", trialsCsv(results)},
+            {"queries.csv", queriesCsv(results)},
+            {"comparisons.csv", stats::comparisonsCsv(results, comparisons)},
+            {"proxies.csv", stats::proxiesCsv(results, proxies)},
+            {"trials.bin", encodeTrials(manifest.specHash, results.trials, manifest.trials)},
+            {"manifest.json", manifestToJson(manifest)},
+        };
+        if (const int status = writeFiles(tables, dir, outDir, err); status != 0)
+            return status;
+    } // the tables' text is freed before the advisor's rerun and the figures
 
-    out << "KVLens " << results.spec.name << ": regime " << results.spec.regime << ", d = " << results.spec.d
-        << ", N = " << results.spec.tokens << ", Q = " << results.spec.queries << ", " << results.spec.seedCount
-        << " seeds, backend " << results.backend << ", " << results.trials.size() << " trials in "
-        << static_cast<long long>(results.elapsedMs) << " ms\n";
-    if (!results.regimeNote.empty())
-        out << results.regimeNote << "\n";
-    // A whole model's map has thousands of rows: the terminal gets the first, the files every one.
-    out << clippedTable(summaryText(results), "summary.csv") << "\n"
-        << clippedTable(stats::comparisonsText(results, comparisons), "comparisons.csv") << "\n"
-        << stats::proxiesText(proxies);
-    const std::string& shown = shownDir.empty() ? outDir : shownDir;
-    out << modelText << teachingNote << skippedNote;
-    out << "wrote " << shown
-        << "/{spec.json, summary.csv, trials.csv, queries.csv, comparisons.csv, proxies.csv, trials.bin, manifest.json";
-    for (const std::string& f : modelFiles)
-        out << ", " << f;
-    out << "}";
+    ModelOutputs model;
+    if (const int status = modelOutputs(results, manifest.specHash, quiet, err, cancel, model); status != 0)
+        return status;
+    if (const int status = writeFiles(model.files, dir, outDir, err); status != 0)
+        return status;
+    io::faultPoint("writing");
+    FigureNotes notes;
     if (figures)
-        out << " and " << figureFiles << " files in " << shown << "/figures";
-    out << "\n";
+        if (const int status = writeFigures(results, comparisons, proxies, model.advisor, outDir, figureOptions, err,
+                                            cancel, notes);
+            status != 0)
+            return status;
+    printRunReport(results, comparisons, proxies, model, notes, figures, shownDir.empty() ? outDir : shownDir, out);
     return 0;
 }
 
@@ -670,27 +754,20 @@ namespace kvlens::app {
 
 int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& err)
 {
-    if (options.outDir.empty()) {
-        err << "kvlens: --batch needs --out DIR\n";
-        return kExitRefused;
-    }
-    BatchOptions plain = options;
+    BatchOptions plain = options; // the validation runs the spec on every backend itself
     plain.backend.clear();
     plain.device.clear();
-    Result<ExperimentSpec> spec = loadBatchSpec(plain);
-    if (!spec) {
-        err << "kvlens: " << spec.error().text() << "\n";
+    auto prepared = prepareRun(plain);
+    if (!prepared) {
+        err << "kvlens: " << prepared.error().text() << "\n";
         return kExitRefused;
     }
-    auto staged = io::StagedDirectory::begin(options.outDir);
-    if (!staged) {
-        err << "kvlens: " << staged.error().text() << "\n";
-        return kExitRefused;
-    }
+    const ExperimentSpec& spec = prepared->spec;
+    io::StagedDirectory& staged = prepared->staged;
     const InterruptScope interrupts;
     BackendPool pool;
     std::optional<ProgressLine> line;
-    ValidationRun run = runValidationSet(*spec, options.device, pool, options.threads,
+    ValidationRun run = runValidationSet(spec, options.device, pool, options.threads,
                                          [&](int, const std::string& label) -> Progress* {
                                              if (!options.quiet)
                                                  err << "kvlens: validation run: " << label << "\n";
@@ -711,19 +788,12 @@ int runValidation(const BatchOptions& options, std::ostream& out, std::ostream& 
     if (!compared)
         err << "kvlens: --validate compared nothing: no OpenCL implementation to compare with the CPU ("
             << report.implementationNote << "); only the RNG check ran (exit status " << kExitNotCompared << ")\n";
-    const std::string dir = staged->path() + "/";
-    int written = 0;
-    for (const auto& [name, contents] : {std::pair<std::string, std::string>{"spec.json", specToJson(*spec) + "\n"},
-                                         {"validation.csv", stats::validationCsv(ref, report)}}) {
-        if (auto file = writeFileAtomic(dir + name, contents); !file) {
-            err << "kvlens: " << file.error().text() << staged->spaceNote() << "\n";
-            written = kExitFailed;
-            break;
-        }
-    }
+    const std::pair<std::string, std::string> files[] = {{"spec.json", specToJson(spec) + "\n"},
+                                                         {"validation.csv", stats::validationCsv(ref, report)}};
+    const int written = writeFiles(files, staged.path() + "/", staged.path(), err);
     const std::string text =
         stats::validationText(ref, report) + "wrote " + options.outDir + "/{spec.json, validation.csv}\n";
-    if (const int status = finishRun(*staged, written, text, out, err); status != 0)
+    if (const int status = finishRun(staged, written, text, out, err); status != 0)
         return status;
     if (!compared)
         return kExitNotCompared;

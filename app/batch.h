@@ -37,10 +37,14 @@ struct BatchOptions {
     bool figures = true;    ///< also render every view into DIR/figures
     bool validate = false;  ///< paper B's validation instead of a plain run (see runValidation)
     std::string shard;      ///< "i/n": run only shard i of n (see runBatch); empty: the whole spec
-    bool shardGiven = false; ///< --shard was on the command line (so an empty value is refused)
     std::string reuseDir;   ///< --reuse: an earlier run directory whose matching trials are taken, not computed
     widgets::ExportOptions figure; ///< --width, --dpi, --font-family, --font-size
 };
+
+/// True when `a` and `b` name the same place (both resolvable): an output directory must not be an input.
+bool samePath(const std::string& a, const std::string& b);
+/// `dir` without trailing slashes ("/" stays), so messages and comparisons see one spelling.
+std::string withoutTrailingSlashes(std::string dir);
 
 /// The spec of a batch run: the file (or "default"), with --backend/--device applied, normalized.
 /// Errors carry the spec path before the field.

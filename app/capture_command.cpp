@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// `kvlens capture`: its options, checked before anything is loaded, and the dump written atomically.
 #include "app/capture_command.h"
 
 #include "app/batch.h"
@@ -6,34 +7,15 @@
 #include "core/io/atomic_file.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <unistd.h>
 
 namespace kvlens::app {
 
-const char* captureUsage()
-{
-    return "  kvlens capture --model DIR (--text FILE | --tokens FILE.npy) [--ctx 512] [--offset T]\n"
-           "              [--layers all|L,A-B,...] [--dtype f16|f32] [--threads N] [--memory-limit MB]\n"
-           "              [--no-special] [--meta KEY=VALUE]... [--quiet] --out FILE.safetensors\n"
-           "                                       a model dump (Q, K after RoPE, V of every layer and head over\n"
-           "                                       tokens T..T+ctx-1, one causal chunk at positions 0..ctx-1) from\n"
-           "                                       the evaluator's forward, for the model regime and the advisor\n";
-}
-
 namespace {
-
-Result<long long> integerArgument(const std::string& name, const std::string& text, long long lo, long long hi)
-{
-    long long v = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
-        return Error{name, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'"};
-    return v;
-}
 
 /// "all", or comma-separated layers and ranges A-B (inclusive), increasing, no repeats.
 Result<std::vector<int>> parseLayers(const std::string& text)
@@ -47,13 +29,13 @@ Result<std::vector<int>> parseLayers(const std::string& text)
         const std::size_t comma = std::min(text.find(',', at), text.size());
         const std::string item = text.substr(at, comma - at);
         const std::size_t dash = item.find('-');
-        auto first = integerArgument("--layers", item.substr(0, dash), 0, kMaxLayer);
+        auto first = cli::parseInteger("--layers", item.substr(0, dash), 0, kMaxLayer);
         if (!first)
             return Error{"--layers", "must be 'all' or layers and ranges like 0,2,5-7 (each in [0, "
                                          + std::to_string(kMaxLayer) + "]), got '" + text + "'"};
         long long last = *first;
         if (dash != std::string::npos) {
-            auto end = integerArgument("--layers", item.substr(dash + 1), 0, kMaxLayer);
+            auto end = cli::parseInteger("--layers", item.substr(dash + 1), 0, kMaxLayer);
             if (!end || *end < *first)
                 return Error{"--layers", "range '" + item + "' must be A-B with A <= B, in [0, "
                                              + std::to_string(kMaxLayer) + "]"};
@@ -71,97 +53,105 @@ Result<std::vector<int>> parseLayers(const std::string& text)
 
 } // namespace
 
-Result<CaptureOptions> parseCaptureArguments(const std::vector<std::string>& args)
+std::vector<std::string> captureReservedKeys()
 {
-    CaptureOptions o;
-    eval::CaptureSpec& s = o.spec;
-    std::vector<std::string> seen;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> Result<std::string> {
-            if (i + 1 >= args.size() || args[i + 1].empty())
-                return Error{a, "needs a value"};
-            return args[++i];
-        };
-        if (a != "--meta") {
-            if (std::find(seen.begin(), seen.end(), a) != seen.end())
-                return Error{a, "is given twice; give it once"};
-            seen.push_back(a);
-        }
-        if (a == "--model" || a == "--text" || a == "--tokens" || a == "--out") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            (a == "--model" ? s.modelDir : a == "--text" ? s.textFile : a == "--tokens" ? s.tokensFile : o.outFile) = *v;
-        } else if (a == "--ctx" || a == "--offset" || a == "--threads" || a == "--memory-limit") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            const long long hi = a == "--ctx" ? eval::CaptureLimits::kMaxCtx
-                                 : a == "--offset" ? (1ll << 40)
-                                 : a == "--threads" ? 1024 : (1ll << 30);
-            auto n = integerArgument(a, *v, a == "--ctx" ? eval::CaptureLimits::kMinCtx : 0, hi);
-            if (!n)
-                return n.error();
-            if (a == "--ctx")
-                s.ctx = static_cast<int>(*n);
-            else if (a == "--offset")
-                s.offset = *n;
-            else if (a == "--threads")
-                s.threads = static_cast<int>(*n);
-            else
-                s.memoryLimitMb = static_cast<double>(*n);
-        } else if (a == "--layers") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            auto layers = parseLayers(*v);
-            if (!layers)
-                return layers.error();
-            s.layers = std::move(layers).value();
-        } else if (a == "--dtype") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            if (*v != "f16" && *v != "f32")
-                return Error{"--dtype", "must be f16 or f32, got '" + *v + "'"};
-            s.f32 = *v == "f32";
-        } else if (a == "--meta") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            const auto eq = v->find('=');
-            if (eq == std::string::npos || eq == 0)
-                return Error{"--meta", "must be KEY=VALUE, got '" + *v + "'"};
-            const std::string key = v->substr(0, eq);
-            if (s.metadata.count(key))
-                return Error{"--meta", "key '" + key + "' is given twice"};
-            s.metadata[key] = v->substr(eq + 1);
-        } else if (a == "--no-special") {
-            s.parseSpecialTokens = false;
-        } else if (a == "--quiet") {
-            o.quiet = true;
-        } else {
-            return Error{a, "unknown argument of kvlens capture (see kvlens --help)"};
-        }
+    // The layout and what eval::runCapture writes beside it, from core's one list of each;
+    // tst_capture_command checks that every key of a real dump is here or a --meta key.
+    std::vector<std::string> keys = eval::dumpLayoutKeys();
+    const auto& provenance = eval::dumpProvenanceKeys();
+    keys.insert(keys.end(), provenance.begin(), provenance.end());
+    return keys;
+}
+
+cli::Syntax captureSyntax()
+{
+    using L = eval::CaptureLimits;
+    return {{cli::text("--model", "DIR", "a Hugging Face model folder (Llama, Mistral, Qwen2, GPT-2)").isRequired(),
+             cli::text("--text", "FILE", "UTF-8 text, tokenized by the model's tokenizer"),
+             cli::text("--tokens", "FILE.npy", "token ids (.npy int32/int64) instead of --text"),
+             cli::integer("--ctx", "N", L::kMinCtx, L::kMaxCtx, "tokens captured (default 512)"),
+             cli::integer("--offset", "T", 0, 1ll << 40, "the first token of the chunk (default 0)"),
+             cli::text("--layers", "all|L,A-B,...", "the layers kept, increasing (default all)"),
+             cli::choice("--dtype", {"f16", "f32"}, "the dump's float type (default f16)"),
+             cli::integer("--threads", "N", 0, 1024, "worker threads of the forward (0: one per core)"),
+             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: half of physical memory)"),
+             cli::flag("--no-special", "byte-level BPE: do not match special tokens in the text"),
+             cli::text("--meta", "KEY=VALUE", "added to the dump's __metadata__ (not a key the dump writes itself)")
+                 .isRepeatable(),
+             cli::flag("--quiet", "no summary"),
+             cli::text("--out", "FILE.safetensors", "the dump, written atomically").isRequired()},
+            {}};
+}
+
+namespace {
+
+/// --meta's KEY=VALUE entries: each key once, none the dump writes itself.
+Status readMetadata(const std::vector<std::string>& entries, std::map<std::string, std::string>& metadata)
+{
+    const std::vector<std::string> reserved = captureReservedKeys();
+    std::string reservedList;
+    for (const std::string& k : reserved)
+        reservedList += (reservedList.empty() ? "" : ", ") + k;
+    for (const std::string& entry : entries) {
+        const auto eq = entry.find('=');
+        if (eq == std::string::npos || eq == 0)
+            return Error{"--meta", "must be KEY=VALUE, got '" + entry + "'"};
+        const std::string key = entry.substr(0, eq);
+        if (std::find(reserved.begin(), reserved.end(), key) != reserved.end())
+            return Error{"--meta", "key '" + key + "' is not allowed: the dump writes it itself (" + reservedList + ")"};
+        if (metadata.count(key))
+            return Error{"--meta", "key '" + key + "' is given twice"};
+        metadata[key] = entry.substr(eq + 1);
     }
-    if (s.modelDir.empty())
-        return Error{"--model", "kvlens capture needs --model DIR"};
-    if (s.textFile.empty() == s.tokensFile.empty())
-        return Error{"--text", "give exactly one of --text FILE and --tokens FILE.npy"};
-    if (o.outFile.empty())
-        return Error{"--out", "kvlens capture needs --out FILE.safetensors"};
-    const std::filesystem::path out(o.outFile);
+    return Ok{};
+}
+
+/// The dump's file: a .safetensors name in a folder that exists and can be written.
+Status checkOutputFile(const std::string& file)
+{
+    const std::filesystem::path out(file);
     if (out.extension() != ".safetensors")
-        return Error{"--out", "must name a .safetensors file, got '" + o.outFile + "'"};
+        return Error{"--out", "must name a .safetensors file, got '" + file + "'"};
     std::error_code ec;
     if (std::filesystem::is_directory(out, ec))
-        return Error{"--out", o.outFile + " is a directory; give a file name"};
+        return Error{"--out", file + " is a directory; give a file name"};
     const std::filesystem::path parent = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
     if (!std::filesystem::is_directory(parent, ec))
         return Error{"--out", "the directory " + parent.string() + " does not exist"};
     if (::access(parent.c_str(), W_OK) != 0)
         return Error{"--out", "the directory " + parent.string() + " cannot be written"};
+    return Ok{};
+}
+
+} // namespace
+
+Result<CaptureOptions> captureOptionsFrom(const cli::Arguments& args)
+{
+    CaptureOptions o;
+    eval::CaptureSpec& s = o.spec;
+    s.modelDir = args.value("--model");
+    s.textFile = args.value("--text");
+    s.tokensFile = args.value("--tokens");
+    o.outFile = args.value("--out");
+    s.ctx = static_cast<int>(args.integer("--ctx", s.ctx));
+    s.offset = args.integer("--offset", s.offset);
+    s.threads = static_cast<int>(args.integer("--threads", s.threads));
+    s.memoryLimitMb = static_cast<double>(args.integer("--memory-limit", static_cast<long long>(s.memoryLimitMb)));
+    s.f32 = args.value("--dtype") == "f32";
+    s.parseSpecialTokens = !args.has("--no-special");
+    o.quiet = args.has("--quiet");
+    if (args.has("--layers")) {
+        auto layers = parseLayers(args.value("--layers"));
+        if (!layers)
+            return layers.error();
+        s.layers = std::move(layers).value();
+    }
+    if (auto meta = readMetadata(args.values("--meta"), s.metadata); !meta)
+        return meta.error();
+    if (s.textFile.empty() == s.tokensFile.empty())
+        return Error{"--text", "give exactly one of --text FILE and --tokens FILE.npy"};
+    if (auto out = checkOutputFile(o.outFile); !out)
+        return out.error();
     if (auto ok = eval::checkCaptureSpec(s); !ok) {
         const std::string& f = ok.error().field;
         const std::string arg = f == "memory_limit_mb" ? "--memory-limit" : f == "metadata" ? "--meta" : "--" + f;

@@ -3,6 +3,7 @@
 // evaluator's own forward, for the Model map and the advisor, without Python.
 #pragma once
 
+#include "app/cli.h"
 #include "core/common/result.h"
 #include "core/eval/capture.h"
 
@@ -18,17 +19,23 @@ struct CaptureOptions {
     bool quiet = false;
 };
 
-/// `kvlens capture --model DIR (--text FILE | --tokens FILE.npy) [--ctx 512] [--offset T]
+/// The options of `kvlens capture --model DIR (--text FILE | --tokens FILE.npy) [--ctx 512] [--offset T]
 /// [--layers all|L,A-B,...] [--dtype f16|f32] [--threads N] [--memory-limit MB] [--no-special]
-/// [--meta KEY=VALUE]... [--quiet] --out FILE.safetensors`. Errors name the argument.
-Result<CaptureOptions> parseCaptureArguments(const std::vector<std::string>& args);
+/// [--meta KEY=VALUE]... [--quiet] --out FILE.safetensors`.
+cli::Syntax captureSyntax();
+/// The options read (captureSyntax) as CaptureOptions, checked (checkCaptureSpec, the output file's
+/// folder); errors name the option. A --meta key the dump writes itself is refused, naming it
+/// (captureReservedKeys).
+Result<CaptureOptions> captureOptionsFrom(const cli::Arguments& args);
+
+/// The __metadata__ keys a dump always holds: its layout (dumpLayoutKeys) and its provenance
+/// (model, rope, positions, source, model_layers, span_loss, captured_by, model_dir), which
+/// --meta may not overwrite.
+std::vector<std::string> captureReservedKeys();
 
 /// Captures and writes the dump atomically (FILE is all of the new dump or stays as it was),
 /// printing a summary on `out` (none with --quiet). Exit status: 0, 2 refused input (nothing written), 1 a failure
 /// while writing, 130/143 interrupted (nothing written).
 int runCaptureCommand(const CaptureOptions& options, std::ostream& out, std::ostream& err);
-
-/// The usage lines of `kvlens capture` for --help.
-const char* captureUsage();
 
 } // namespace kvlens::app

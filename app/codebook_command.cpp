@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Argument parsing and printing for `kvlens codebook`.
+// `kvlens codebook`: its options and the printed codebook.
 #include "app/codebook_command.h"
 
-#include "core/quant/lloyd_max.h"
-
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -12,20 +9,6 @@
 namespace kvlens::app {
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: kvlens codebook [--law beta|gauss] [--dim D] [--bits B] [--csv]\n"
-    "  --law   beta: coordinate of a random unit vector in R^D (default); gauss: N(0, 1/D), or N(0, 1) without --dim\n"
-    "  --dim   dimension D (beta: 3..65536, default 128; gauss: 1..65536, default: unit variance)\n"
-    "  --bits  bits per coordinate, 1..8 (default 3)\n"
-    "  --csv   print index,level,lower,upper rows instead of the table\n";
-
-bool parseInt(const std::string& text, int& value)
-{
-    const char* end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    return ec == std::errc() && ptr == end;
-}
 
 std::string fmt(const char* format, double v)
 {
@@ -36,68 +19,34 @@ std::string fmt(const char* format, double v)
 
 } // namespace
 
-int runCodebookCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+cli::Syntax codebookSyntax()
 {
-    CodebookLaw law = CodebookLaw::Beta;
-    int dim = -1;
-    int bits = 3;
-    bool csv = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto next = [&](const char* what) -> const std::string* {
-            if (i + 1 >= args.size()) {
-                err << "kvlens codebook: " << a << " needs " << what << "\n" << kUsage;
-                return nullptr;
-            }
-            return &args[++i];
-        };
-        if (a == "--help" || a == "-h") {
-            out << kUsage;
-            return 0;
-        } else if (a == "--law") {
-            const std::string* v = next("a law (beta or gauss)");
-            if (!v)
-                return 2;
-            const auto parsed = codebookLawFromName(*v);
-            if (!parsed || *parsed == CodebookLaw::Empirical) {
-                err << "kvlens codebook: --law must be beta or gauss, got '" << *v << "'\n";
-                return 2;
-            }
-            law = *parsed;
-        } else if (a == "--dim") {
-            const std::string* v = next("a dimension");
-            if (!v)
-                return 2;
-            if (!parseInt(*v, dim) || dim < 1 || dim > 65536) {
-                err << "kvlens codebook: --dim must be an integer in [1, 65536], got '" << *v << "'\n";
-                return 2;
-            }
-        } else if (a == "--bits") {
-            const std::string* v = next("a bit count");
-            if (!v)
-                return 2;
-            if (!parseInt(*v, bits) || bits < 1 || bits > 8) {
-                err << "kvlens codebook: --bits must be an integer in [1, 8], got '" << *v << "'\n";
-                return 2;
-            }
-        } else if (a == "--csv") {
-            csv = true;
-        } else {
-            err << "kvlens codebook: unknown option '" << a << "'\n" << kUsage;
-            return 2;
-        }
-    }
-    if (law == CodebookLaw::Beta) {
-        if (dim < 0)
-            dim = 128;
-        if (dim < 3) {
-            err << "kvlens codebook: --dim must be in [3, 65536] for the beta law, got " << dim << "\n";
-            return 2;
-        }
-    } else if (dim < 0) {
-        dim = 0; // unit variance
-    }
+    return {{cli::choice("--law", {"beta", "gauss"},
+                         "beta: coordinate of a random unit vector in R^D (default); gauss: N(0, 1/D), or N(0, 1) "
+                         "without --dim"),
+             cli::integer("--dim", "D", 1, 65536, "dimension D (beta: at least 3, default 128; gauss: default unit variance)"),
+             cli::integer("--bits", "B", 1, 8, "bits per coordinate (default 3)"),
+             cli::flag("--csv", "print index,level,lower,upper rows instead of the table")},
+            {}};
+}
 
+Result<CodebookOptions> codebookOptionsFrom(const cli::Arguments& args)
+{
+    CodebookOptions o;
+    o.law = *codebookLawFromName(args.value("--law", "beta")); // beta or gauss: the reader checked it
+    o.bits = static_cast<int>(args.integer("--bits", 3));
+    o.csv = args.has("--csv");
+    o.dim = static_cast<int>(args.integer("--dim", o.law == CodebookLaw::Beta ? 128 : 0));
+    if (o.law == CodebookLaw::Beta && o.dim < 3)
+        return Error{"--dim", "must be in [3, 65536] for the beta law, got " + std::to_string(o.dim)};
+    return o;
+}
+
+int runCodebook(const CodebookOptions& options, std::ostream& out, std::ostream&)
+{
+    const CodebookLaw law = options.law;
+    const int dim = options.dim, bits = options.bits;
+    const bool csv = options.csv;
     const auto cb = cachedCodebook(law, dim, bits);
     const int levels = cb->levelCount();
     if (csv) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Argument parsing and file writing for `kvlens compare`; the comparison itself is core's (run_compare).
+// `kvlens compare`: its options, what a folder that is not a run is, and the files; the comparison itself is core's (run_compare).
 #include "app/compare_command.h"
 
 #include "app/batch.h"
+#include "app/eval_command.h"
 #include "app/interrupt.h"
 #include "core/analysis/run_compare.h"
 #include "core/experiment/runner.h"
@@ -27,25 +28,6 @@ namespace kvlens::app {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: kvlens compare DIR_A DIR_B --out DIR [--paired] [--no-figures]\n"
-    "                      [--width single|double|IN] [--dpi N] [--font-family F] [--font-size PT]\n"
-    "  DIR_A, DIR_B  two finished runs (written by --batch or kvlens merge)\n"
-    "  --out DIR     writes DIR/spec_diff.csv (the spec fields that differ), run_comparison.csv (per\n"
-    "                grid point, scheme and budget in both runs: every metric in A and B, B - A with its\n"
-    "                interval, the log ratio, the seed-level test; configurations in one run only listed\n"
-    "                as such), runs.json and figures/run_comparison.{pdf,svg,png,csv,spec.json}\n"
-    "  --paired      refuse where the seeds cannot be paired (the runs drew different data, or share no\n"
-    "                seed) instead of using the unpaired test over the two groups of seeds\n"
-    "  --no-figures  write the tables only\n";
-
-bool samePath(const std::string& a, const std::string& b)
-{
-    std::error_code ea, eb;
-    const auto pa = std::filesystem::weakly_canonical(a, ea), pb = std::filesystem::weakly_canonical(b, eb);
-    return !ea && !eb && pa == pb;
-}
-
 std::string absolute(const std::string& dir)
 {
     std::error_code e;
@@ -65,84 +47,73 @@ nlohmann::json runJson(const RunDirectory& run)
 
 } // namespace
 
-const char* compareUsage()
+cli::Syntax compareSyntax()
 {
-    return kUsage;
+    return {{cli::text("--out", "DIR",
+                       "writes DIR/spec_diff.csv (the spec fields that differ), run_comparison.csv (per grid point, scheme "
+                       "and budget in both runs: every metric in A and B, B - A with its interval, the log ratio, the "
+                       "seed-level test; configurations in one run only listed as such), runs.json and "
+                       "figures/run_comparison.{pdf,svg,png,csv,spec.json}")
+                 .isRequired(),
+             cli::flag("--paired", "refuse where the seeds cannot be paired (the runs drew different data, or share no "
+                                   "seed) instead of using the unpaired test over the two groups of seeds"),
+             cli::flag("--no-figures", "write the tables only")},
+            {"DIR_A DIR_B", "run directories", "two finished runs (written by --batch or kvlens merge)", 2, 2}};
 }
 
-CompareArguments parseCompareArguments(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+CompareOptions compareOptionsFrom(const cli::Arguments& args)
 {
     CompareOptions options;
-    std::vector<std::string> dirs;
-    bool outGiven = false;
-    std::vector<std::string> seen;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            out << kUsage;
-            return {};
-        }
-        if (a.rfind("--", 0) == 0) {
-            if (std::find(seen.begin(), seen.end(), a) != seen.end()) {
-                err << "kvlens compare: " << a << " is given twice; give it once\n" << kUsage;
-                return {std::nullopt, 2};
-            }
-            seen.push_back(a);
-        }
-        std::string* value = a == "--out"           ? &options.outDir
-                             : a == "--width"       ? &options.width
-                             : a == "--dpi"         ? &options.dpi
-                             : a == "--font-family" ? &options.fontFamily
-                             : a == "--font-size"   ? &options.fontSize
-                                                    : nullptr;
-        if (value) {
-            if (i + 1 >= args.size() || args[i + 1].empty()) {
-                err << "kvlens compare: " << a << " needs a value\n" << kUsage;
-                return {std::nullopt, 2};
-            }
-            *value = args[++i];
-            outGiven = outGiven || a == "--out";
-        } else if (a == "--paired") {
-            options.paired = true;
-        } else if (a == "--no-figures") {
-            options.figures = false;
-        } else if (a.rfind("--", 0) == 0) {
-            err << "kvlens compare: unknown option '" << a << "'\n" << kUsage;
-            return {std::nullopt, 2};
-        } else {
-            std::string dir = a;
-            while (dir.size() > 1 && dir.back() == '/')
-                dir.pop_back();
-            dirs.push_back(dir);
-        }
-    }
-    if (dirs.size() != 2) {
-        err << "kvlens compare: needs two run directories, got " << dirs.size() << "\n" << kUsage;
-        return {std::nullopt, 2};
-    }
-    if (!outGiven || options.outDir.empty()) {
-        err << "kvlens compare: --out DIR is required\n" << kUsage;
-        return {std::nullopt, 2};
-    }
-    options.dirA = dirs[0];
-    options.dirB = dirs[1];
-    return {options, 0};
+    options.dirA = withoutTrailingSlashes(args.positionals().at(0));
+    options.dirB = withoutTrailingSlashes(args.positionals().at(1));
+    options.outDir = args.value("--out");
+    options.paired = args.has("--paired");
+    options.figures = !args.has("--no-figures");
+    return options;
+}
+
+std::string whatIsNotARun(const std::string& dir)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::file_status status = fs::status(dir, ec);
+    if (!fs::exists(status))
+        return "does not exist";
+    if (!fs::is_directory(status))
+        return "is a file, not a run directory";
+    auto has = [&](const char* name) { return fs::exists(dir + "/" + name, ec); };
+    if (has("manifest.json"))
+        return {}; // a run, or a shard: readRunDirectory says which
+    if (isEvalSpecFile(dir + "/spec.json") || has("eval_summary.csv"))
+        return "an evaluation's output (kvlens eval or --batch EVAL.json), not an experiment run";
+    if (has("report.html") && has("presets"))
+        return "a --reproduce report, not a run (each of its presets/<preset> folders is one)";
+    if (has("validation.csv"))
+        return "a --validate output (spec.json and validation.csv), not a run";
+    if (has("run_comparison.csv"))
+        return "a kvlens compare output, not a run";
+    if (has("spec.json"))
+        return "no readable manifest.json: not a finished run (--batch and kvlens merge write it last; a run that was "
+               "stopped leaves none)";
+    if (fs::is_empty(dir, ec))
+        return "an empty folder, not a run";
+    return "a folder without a KVLens run in it (no manifest.json, no spec.json)";
 }
 
 int runCompare(const CompareOptions& options, std::ostream& out, std::ostream& err)
 {
-    const auto figure = widgets::figureOptionsFrom(QString::fromStdString(options.width), QString::fromStdString(options.dpi),
-                                                   QString::fromStdString(options.fontFamily),
-                                                   QString::fromStdString(options.fontSize));
-    if (!figure) {
-        err << "kvlens compare: " << figure.error().text() << "\n";
-        return kExitRefused;
-    }
-    for (const std::string* dir : {&options.dirA, &options.dirB})
+    for (const std::string* dir : {&options.dirA, &options.dirB}) {
         if (samePath(*dir, options.outDir)) {
             err << "kvlens compare: --out " << options.outDir << " is one of the runs compared; choose another\n";
             return kExitRefused;
         }
+        // Said plainly: what the folder is and what compare takes, not only that a file is missing.
+        if (const std::string what = whatIsNotARun(*dir); !what.empty()) {
+            err << "kvlens compare: " << *dir << ": " << what << "; compare takes two finished experiment runs "
+                << "(written by --batch SPEC.json or kvlens merge)\n";
+            return kExitRefused;
+        }
+    }
     // Both runs are held at once: each may take a quarter of the machine.
     const double limit = 0.25 * physicalMemoryBytes();
     auto a = readRunDirectory(options.dirA, limit);
@@ -203,7 +174,7 @@ int runCompare(const CompareOptions& options, std::ostream& out, std::ostream& e
         view.resize(900, 650);
         view.setComparison(comparison);
         const auto outcome = widgets::exportView(view, QDir(QString::fromStdString(staged->path())).filePath(QStringLiteral("figures")),
-                                                 view.viewId(), *figure, QByteArray::fromStdString(io::dumpJson(specs, 2) + "\n"));
+                                                 view.viewId(), options.figure, QByteArray::fromStdString(io::dumpJson(specs, 2) + "\n"));
         if (!outcome.ok()) {
             err << "kvlens compare: " << outcome.error.toStdString() << staged->spaceNote() << "\n";
             written = kExitFailed;

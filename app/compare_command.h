@@ -3,8 +3,10 @@
 // configuration moved from A to B, tested on the seed as the unit.
 #pragma once
 
+#include "app/cli.h"
+#include "widgets/figure_export.h"
+
 #include <iosfwd>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,19 +17,19 @@ struct CompareOptions {
     std::string outDir;
     bool paired = false;     ///< refuse where the seeds cannot be paired instead of testing unpaired
     bool figures = true;     ///< also write figures/run_comparison.{pdf,svg,png,csv,spec.json}
-    std::string width, dpi, fontFamily, fontSize; ///< as --batch's figure options; empty: defaults
+    widgets::ExportOptions figure; ///< --width, --dpi, --font-family, --font-size
 };
 
-/// The words after "compare", parsed; without options, `exitCode` is what to exit with (0 after
-/// --help, 2 after a usage error, both already printed).
-struct CompareArguments {
-    std::optional<CompareOptions> options;
-    int exitCode = 0;
-};
-CompareArguments parseCompareArguments(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+/// The options of `kvlens compare DIR_A DIR_B --out DIR [--paired] [--no-figures]` (the figure
+/// options are the command table's).
+cli::Syntax compareSyntax();
+/// The options read (compareSyntax) as CompareOptions, the directories without trailing slashes.
+CompareOptions compareOptionsFrom(const cli::Arguments& args);
 
-/// The usage text (kvlens --help lists it too).
-const char* compareUsage();
+/// What `dir` is when it is not a finished experiment run, in words compare can refuse with: an
+/// evaluation's output, a shard, an unfinished run, an empty or foreign folder, a file, nothing.
+/// Empty when it holds a run's manifest (readRunDirectory then checks the rest).
+std::string whatIsNotARun(const std::string& dir);
 
 /// Reads both runs (readRunDirectory: a directory that is not a finished, whole run is refused),
 /// compares them (compareRuns) and writes DIR/spec_diff.csv, run_comparison.csv, runs.json and the

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// `kvlens eval`: its options read into an eval spec, the evaluation, and its files written through a staging directory.
 #include "app/eval_command.h"
 
 #include "app/batch.h"
 #include "app/interrupt.h"
 #include "core/analysis/eval_analysis.h"
+#include "core/common/hash.h"
 #include "core/eval/eval_files.h"
+#include "core/eval/eval_shard.h"
 #include "core/eval/evaluator.h"
 #include "core/io/atomic_file.h"
 #include "core/io/file_read.h"
@@ -14,6 +17,9 @@
 #include <QDir>
 #include <QString>
 
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -27,16 +33,16 @@ namespace kvlens::app {
 /// Bootstrap resamples of the proxy study's intervals (resampling chunks).
 constexpr int kProxyResamples = 200;
 
-const char* evalUsage()
+namespace {
+
+std::string seconds(double s)
 {
-    return "  kvlens eval --model DIR (--text FILE | --tokens FILE.npy) --schemes S,... [--budgets 2,3,4]\n"
-           "              [--ctx 512] [--chunks N] [--calibration T] [--seeds FIRST[:COUNT]] [--residual R]\n"
-           "              [--attribution none|layers|heads] [--threads N] [--memory-limit MB] [--no-special]\n"
-           "              [--no-figures] [--quiet] --out DIR\n"
-           "                                       a transformer over text with its KV cache quantized by each\n"
-           "                                       scheme: llama.cpp's KLD report per configuration, per-token\n"
-           "                                       and per-layer files; or --spec EVAL.json for the options\n";
+    char text[32];
+    std::snprintf(text, sizeof text, s < 10 ? "%.1f s" : "%.0f s", s);
+    return text;
 }
+
+} // namespace
 
 bool isEvalSpecFile(const std::string& path)
 {
@@ -45,15 +51,6 @@ bool isEvalSpecFile(const std::string& path)
 }
 
 namespace {
-
-Result<int> intArgument(const std::string& name, const std::string& text, int lo, int hi)
-{
-    int v = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
-        return Error{name, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'"};
-    return v;
-}
 
 std::vector<std::string> splitList(const std::string& text)
 {
@@ -81,173 +78,188 @@ std::vector<std::string> splitList(const std::string& text)
 
 } // namespace
 
-Result<EvalOptions> parseEvalArguments(const std::vector<std::string>& args)
+cli::Syntax evalSyntax()
 {
-    EvalOptions o;
-    EvalSpec& s = o.spec;
-    std::string specPath;
-    bool schemesGiven = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> Result<std::string> {
-            if (i + 1 >= args.size())
-                return Error{a, "needs a value"};
-            return args[++i];
-        };
-        auto integer = [&](int lo, int hi) -> Result<int> {
-            auto v = value();
-            if (!v)
-                return v.error();
-            return intArgument(a, *v, lo, hi);
-        };
-        if (a == "--spec") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            specPath = *v;
-        } else if (a == "--model" || a == "--text" || a == "--tokens" || a == "--out") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            (a == "--model" ? s.modelDir : a == "--text" ? s.textFile : a == "--tokens" ? s.tokensFile : o.outDir) = *v;
-        } else if (a == "--schemes") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            schemesGiven = true;
-            for (const std::string& name : splitList(*v)) {
-                auto scheme = findScheme(name);
-                if (!scheme)
-                    return Error{"--schemes", "unknown scheme '" + name + "' (known: " + schemeNames() + ")"};
-                s.schemes.push_back(EvalScheme{*scheme, {}, {}});
-            }
-        } else if (a == "--budgets") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            s.budgets.clear();
-            for (const std::string& b : splitList(*v)) {
-                auto n = intArgument("--budgets", b, 1, 8);
-                if (!n)
-                    return n.error();
-                s.budgets.push_back(*n);
-            }
-        } else if (a == "--ctx") {
-            auto v = integer(EvalLimits::kMinCtx, EvalLimits::kMaxCtx);
-            if (!v)
-                return v.error();
-            s.ctx = *v;
-        } else if (a == "--chunks") {
-            auto v = integer(0, EvalLimits::kMaxChunks);
-            if (!v)
-                return v.error();
-            s.chunks = *v;
-        } else if (a == "--calibration") {
-            auto v = integer(-1, EvalLimits::kMaxCtx * 16);
-            if (!v)
-                return v.error();
-            s.calibrationTokens = *v;
-        } else if (a == "--residual") {
-            auto v = integer(0, EvalLimits::kMaxCtx);
-            if (!v)
-                return v.error();
-            s.residual = *v;
-        } else if (a == "--threads") {
-            auto v = integer(0, 1024);
-            if (!v)
-                return v.error();
-            s.threads = *v;
-        } else if (a == "--memory-limit") {
-            auto v = integer(0, 1 << 30);
-            if (!v)
-                return v.error();
-            s.memoryLimitMb = *v;
-        } else if (a == "--seeds") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            const auto colon = v->find(':');
-            const std::string firstText = v->substr(0, colon);
-            std::uint64_t first = 0;
-            const auto [ptr, ec] = std::from_chars(firstText.data(), firstText.data() + firstText.size(), first);
-            if (ec != std::errc() || ptr != firstText.data() + firstText.size())
-                return Error{"--seeds", "must be FIRST or FIRST:COUNT, got '" + *v + "'"};
-            s.firstSeed = first;
-            if (colon != std::string::npos) {
-                auto count = intArgument("--seeds", v->substr(colon + 1), 1, EvalLimits::kMaxSeeds);
-                if (!count)
-                    return count.error();
-                s.seedCount = *count;
-            }
-        } else if (a == "--attribution") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            if (*v == "none")
-                s.attribution = Attribution::None;
-            else if (*v == "layers")
-                s.attribution = Attribution::Layers;
-            else if (*v == "heads")
-                s.attribution = Attribution::Heads;
-            else
-                return Error{"--attribution", "must be none, layers or heads, got '" + *v + "'"};
-        } else if (a == "--no-special") {
-            s.parseSpecialTokens = false;
-        } else if (a == "--quiet") {
-            o.quiet = true;
-        } else if (a == "--no-figures") {
-            o.figures = false;
-        } else {
-            return Error{a, "unknown argument of kvlens eval (see kvlens --help)"};
-        }
-    }
-    if (!specPath.empty()) {
-        if (!s.modelDir.empty() || !s.textFile.empty() || !s.tokensFile.empty() || schemesGiven)
-            return Error{"--spec", "give the eval spec file or the model options, not both"};
-        auto loaded = loadEvalSpecFile(specPath);
-        if (!loaded)
-            return loaded.error();
-        s = std::move(loaded).value();
-    }
-    if (o.outDir.empty())
-        return Error{"--out", "kvlens eval needs --out DIR"};
-    if (s.schemes.empty())
-        return Error{"--schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
-    if (auto ok = checkEvalSpec(s); !ok)
-        return ok.error();
-    return o;
+    using L = EvalLimits;
+    return {{cli::text("--spec", "EVAL.json", "an eval spec instead of the model options (its spec.json runs again)"),
+             cli::text("--model", "DIR", "a Hugging Face model folder (Llama, Mistral, Qwen2, GPT-2)"),
+             cli::text("--text", "FILE", "UTF-8 text, tokenized by the model's tokenizer"),
+             cli::text("--tokens", "FILE.npy", "token ids (.npy int32/int64) instead of --text"),
+             cli::text("--schemes", "S,...", "the schemes: names, compositions, K=<type>,V=<type> (llama.cpp's types)"),
+             cli::text("--budgets", "n,...", "bit budgets, each an integer in [1, 8] (default 2,3,4)"),
+             cli::integer("--ctx", "N", L::kMinCtx, L::kMaxCtx, "tokens per chunk (default 512)"),
+             cli::integer("--chunks", "N", 0, L::kMaxChunks, "chunks scored (0: every whole chunk of the text)"),
+             cli::integer("--calibration", "T", -1, L::kMaxCtx * 16ll,
+                          "tokens before the first chunk for calibration (-1: one chunk when a scheme calibrates)"),
+             cli::text("--seeds", "FIRST[:COUNT]", "the first seed and how many (default 1:1)"),
+             cli::integer("--residual", "R", 0, L::kMaxCtx, "the R most recent tokens of each query stay exact"),
+             cli::choice("--attribution", {"none", "layers", "heads"},
+                         "the damage with one layer (or one KV head) quantized (default layers)"),
+             cli::integer("--threads", "N", 0, 1024, "worker threads of a forward (0: one per core)"),
+             cli::integer("--memory-limit", "MB", 0, 1ll << 30, "memory allowed (0: 85 % of physical memory)"),
+             cli::flag("--no-special", "byte-level BPE: do not match special tokens in the text"),
+             cli::choice("--query-conversion", {"ggml", "none"},
+                         "llama.cpp's cache types: queries converted as ggml converts them (ggml, the default) or "
+                         "kept float32 (none: the codec alone)"),
+             cli::text("--shard", "i/n", "score only shard i of n of the chunks (0 <= i < n), for a job array; "
+                                         "bring the n directories together with kvlens merge"),
+             cli::text("--reuse", "OLD", "take the configurations an earlier evaluation OLD of the same model, text "
+                                         "and settings computed; compute only the others"),
+             cli::flag("--quiet", "no progress line"),
+             cli::flag("--no-figures", "write the tables only, no figures"),
+             cli::text("--out", "DIR", "the output directory, staged and put in place whole").isRequired()},
+            {}};
+}
+
+const std::vector<std::string>& evalRunOptions()
+{
+    static const std::vector<std::string> names{"--out",   "--quiet", "--no-figures",  "--threads",   "--shard",
+                                                "--reuse", "--width", "--dpi",         "--font-family", "--font-size"};
+    return names;
 }
 
 namespace {
 
-std::string seconds(double s)
+/// FIRST or FIRST:COUNT.
+Status readSeeds(const std::string& text, EvalSpec& s)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, s < 10 ? "%.1f s" : "%.0f s", s);
-    return text;
+    const auto colon = text.find(':');
+    const std::string firstText = text.substr(0, colon);
+    std::uint64_t first = 0;
+    const auto [ptr, ec] = std::from_chars(firstText.data(), firstText.data() + firstText.size(), first);
+    if (ec != std::errc() || ptr != firstText.data() + firstText.size())
+        return Error{"--seeds", "must be FIRST or FIRST:COUNT, got '" + text + "'"};
+    s.firstSeed = first;
+    if (colon != std::string::npos) {
+        auto count = cli::parseInteger("--seeds", text.substr(colon + 1), 1, EvalLimits::kMaxSeeds);
+        if (!count)
+            return count.error();
+        s.seedCount = static_cast<int>(*count);
+    }
+    return Ok{};
+}
+
+/// The spec the model options describe.
+Result<EvalSpec> specFromOptions(const cli::Arguments& args)
+{
+    EvalSpec s;
+    s.modelDir = args.value("--model");
+    s.textFile = args.value("--text");
+    s.tokensFile = args.value("--tokens");
+    for (const std::string& name : splitList(args.value("--schemes"))) {
+        auto scheme = findScheme(name);
+        if (!scheme)
+            return Error{"--schemes", "unknown scheme '" + name + "' (known: " + schemeNames() + ")"};
+        s.schemes.push_back(EvalScheme{*scheme, {}, {}});
+    }
+    if (args.has("--budgets")) {
+        s.budgets.clear();
+        for (const std::string& b : splitList(args.value("--budgets"))) {
+            auto n = cli::parseInteger("--budgets", b, 1, 8);
+            if (!n)
+                return n.error();
+            s.budgets.push_back(static_cast<int>(*n));
+        }
+    }
+    s.ctx = static_cast<int>(args.integer("--ctx", s.ctx));
+    s.chunks = static_cast<int>(args.integer("--chunks", s.chunks));
+    s.calibrationTokens = static_cast<int>(args.integer("--calibration", s.calibrationTokens));
+    s.residual = static_cast<int>(args.integer("--residual", s.residual));
+    s.memoryLimitMb = static_cast<double>(args.integer("--memory-limit", 0));
+    if (args.has("--seeds"))
+        if (auto seeds = readSeeds(args.value("--seeds"), s); !seeds)
+            return seeds.error();
+    const std::string attribution = args.value("--attribution", "layers");
+    s.attribution = attribution == "none" ? Attribution::None : attribution == "heads" ? Attribution::Heads : Attribution::Layers;
+    s.parseSpecialTokens = !args.has("--no-special");
+    s.ggmlQueryConversion = args.value("--query-conversion", "ggml") == "ggml";
+    if (s.schemes.empty())
+        return Error{"--schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
+    return s;
 }
 
 } // namespace
 
-int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err)
+Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args)
 {
-    auto staged = io::StagedDirectory::begin(options.outDir);
-    if (!staged) {
-        err << "kvlens: " << staged.error().text() << "\n";
-        return kExitRefused;
+    EvalOptions o;
+    o.outDir = args.value("--out");
+    o.quiet = args.has("--quiet");
+    o.figures = !args.has("--no-figures");
+    if (args.has("--spec")) {
+        // The file holds the run: an option that is one of its fields would be silently overridden or lost.
+        const auto& run = evalRunOptions();
+        for (const std::string& name : args.given())
+            if (name != "--spec" && std::find(run.begin(), run.end(), name) == run.end())
+                return Error{name, "is a field of the eval spec: with --spec, give it in the file (or the model "
+                                   "options without --spec)"};
+        auto loaded = loadEvalSpecFile(args.value("--spec"));
+        if (!loaded)
+            return loaded.error();
+        o.spec = std::move(loaded).value();
+    } else {
+        auto spec = specFromOptions(args);
+        if (!spec)
+            return spec.error();
+        o.spec = std::move(spec).value();
     }
-    const InterruptScope interrupts;
-    const auto started = std::chrono::steady_clock::now();
-    auto last = started - std::chrono::seconds(1);
+    o.spec.threads = static_cast<int>(args.integer("--threads", o.spec.threads));
+    if (args.has("--shard")) {
+        auto shard = parseEvalShard(args.value("--shard"));
+        if (!shard)
+            return shard.error();
+        o.shard = *shard;
+    }
+    o.reuseDir = withoutTrailingSlashes(args.value("--reuse"));
+    if (auto ok = checkEvalSpec(o.spec); !ok)
+        return ok.error();
+    return o;
+}
+
+Result<eval::EvalShard> parseEvalShard(const std::string& text)
+{
+    const auto slash = text.find('/');
+    if (slash == std::string::npos)
+        return Error{"--shard", "must be i/n (0 <= i < n), got '" + text + "'"};
+    auto index = cli::parseInteger("--shard", text.substr(0, slash), 0, (1 << 20) - 1);
+    auto count = cli::parseInteger("--shard", text.substr(slash + 1), 1, 1 << 20);
+    if (!index || !count || *index >= *count)
+        return Error{"--shard", "must be i/n with 0 <= i < n <= 1048576, got '" + text + "'"};
+    return eval::EvalShard{static_cast<int>(*index), static_cast<int>(*count)};
+}
+
+namespace {
+
+/// Configurations of `r` whose every token equals one of `old`'s (what --reuse took).
+std::size_t reusedCount(const eval::EvalResult& r, const eval::EvalResult& old)
+{
+    std::size_t n = 0;
+    for (const eval::ConfigurationResult& c : r.configurations)
+        for (const eval::ConfigurationResult& o : old.configurations)
+            if (o.name == c.name && o.budget == c.budget && !c.tokens.empty() && o.tokens.size() == c.tokens.size()
+                && std::equal(c.tokens.begin(), c.tokens.end(), o.tokens.begin(), [](const lm::TokenStat& a, const lm::TokenStat& b) {
+                       return a.kld == b.kld && a.nllQ == b.nllQ;
+                   })) {
+                ++n;
+                break;
+            }
+    return n;
+}
+
+/// The progress line on `err`: percentage, elapsed, ETA, stage; at most ten updates a second.
+eval::EvalCallbacks progressLine(const EvalOptions& options, std::ostream& err)
+{
     eval::EvalCallbacks callbacks;
     callbacks.cancelled = [] { return InterruptScope::interrupted(); };
-    callbacks.progress = [&](double done, double total, const std::string& stage) {
-        if (options.quiet)
-            return;
+    if (options.quiet)
+        return callbacks;
+    const auto started = std::chrono::steady_clock::now();
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>(started - std::chrono::seconds(1));
+    callbacks.progress = [&err, started, last](double done, double total, const std::string& stage) {
         const auto now = std::chrono::steady_clock::now();
-        if (now - last < std::chrono::milliseconds(100) && done < total)
+        if (now - *last < std::chrono::milliseconds(100) && done < total)
             return;
-        last = now;
+        *last = now;
         const double elapsed = std::chrono::duration<double>(now - started).count();
         const double fraction = total > 0 ? done / total : 0.0;
         std::string line = "\rkvlens eval: " + std::to_string(static_cast<int>(100.0 * fraction)) + "%  " + seconds(elapsed);
@@ -258,7 +270,142 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
             line.append(100 - line.size(), ' ');
         err << line << std::flush;
     };
-    auto result = eval::runEval(options.spec, callbacks);
+    return callbacks;
+}
+
+/// eval_shard.bin and manifest.json: the run, lossless, with what identifies it.
+std::vector<std::pair<std::string, std::string>> runRecord(const eval::EvalResult& r)
+{
+    const std::string shard = eval::encodeEvalShard(r);
+    const eval::EvalIdentity identity{eval::evalSpecHash(r.spec), r.modelHash, r.tokensHash, KVLENS_VERSION, r.threads};
+    const std::uint64_t checksum = fnv1a64(shard);
+    return {{"eval_shard.bin", shard}, {"manifest.json", eval::evalManifestJson(r, identity, checksum)}};
+}
+
+/// The tables, the report and the record of a whole run; a shard's spec and record only.
+std::vector<std::pair<std::string, std::string>> runFiles(const eval::EvalResult& r, std::string& proxiesText)
+{
+    std::vector<std::pair<std::string, std::string>> files{{"spec.json", evalSpecToJson(r.spec)}};
+    if (r.shardCount == 1) {
+        const auto proxies = eval::outputProxyStudy(r, r.spec.seed(0) + 90, kProxyResamples);
+        proxiesText = eval::outputProxiesText(proxies);
+        files.insert(files.end(), {{"eval_summary.csv", eval::summaryCsv(r)},
+                                   {"eval_tokens.csv", eval::tokensCsv(r)},
+                                   {"eval_layers.csv", eval::layersCsv(r)},
+                                   {"eval_proxies.csv", eval::outputProxiesCsv(proxies)},
+                                   {"report.txt", eval::reportText(r) + proxiesText}});
+    }
+    for (auto& f : runRecord(r))
+        files.push_back(std::move(f));
+    return files;
+}
+
+} // namespace
+
+int writeEvalRun(const eval::EvalResult& result, const EvalOptions& options, io::StagedDirectory& staged,
+                 std::ostream& out, std::ostream& err)
+{
+    const std::string dir = staged.path();
+    int written = 0;
+    std::string proxiesText;
+    std::string names;
+    for (const auto& [name, text] : runFiles(result, proxiesText)) {
+        names += (names.empty() ? "" : ", ") + name;
+        if (auto ok = writeFileAtomic(dir + "/" + name, text); !ok) {
+            err << "kvlens: " << ok.error().text() << "\n";
+            written = kExitFailed;
+            break;
+        }
+    }
+    // The figures go into the staging directory too: a failure leaves DIR as it was.
+    int figureFiles = 0;
+    std::string skippedNote;
+    const bool figures = options.figures && result.shardCount == 1;
+    if (written == 0 && figures) {
+        const auto outcome = widgets::exportEvalFigures(result, QDir(QString::fromStdString(dir)).filePath(QStringLiteral("figures")),
+                                                        options.figure, QByteArray::fromStdString(evalSpecToJson(result.spec)));
+        if (!outcome.ok()) {
+            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(dir) << "\n";
+            written = kExitFailed;
+        }
+        figureFiles = static_cast<int>(outcome.written.size());
+        for (const QString& why : outcome.skipped) // a figure with nothing to draw is named, never silently absent
+            skippedNote += "no figure: " + why.toStdString() + "\n";
+    }
+    std::ostringstream report;
+    if (result.shardCount == 1)
+        report << eval::reportText(result) << proxiesText;
+    else
+        report << "shard " << result.shardIndex << " of " << result.shardCount << ": chunks " << result.chunkIndices.front() + 1
+               << ".." << result.chunkIndices.back() + 1 << " of the text, " << result.scored.size()
+               << " scored tokens; bring the shards together with kvlens merge\n";
+    const double tokensPerSecond = result.forwardMs > 0 ? result.forwardTokens / (result.forwardMs / 1000.0) : 0.0;
+    report << "\n" << result.configurations.size() << " configurations, " << result.scored.size()
+           << " scored tokens each, in " << seconds(result.elapsedMs / 1000.0) << " (forward passes "
+           << static_cast<long long>(tokensPerSecond) << " tokens/s)\n";
+    report << skippedNote;
+    report << "wrote " << options.outDir << "/{" << names << "}";
+    if (figures)
+        report << " and " << figureFiles << " files in " << options.outDir << "/figures";
+    report << "\n";
+    return finishRun(staged, written, report.str(), out, err);
+}
+
+namespace {
+
+/// The largest eval_shard.bin read (a run's per-token data; a real study's is megabytes).
+constexpr std::uint64_t kMaxEvalShardBytes = 16ull << 30;
+
+} // namespace
+
+Result<eval::EvalShardInput> readEvalRecord(const std::string& dir)
+{
+    eval::EvalShardInput in;
+    in.dir = dir;
+    auto text = io::readRegularFile(dir + "/manifest.json", io::kMaxManifestBytes);
+    if (!text)
+        return Error{dir, "no readable manifest.json (not an evaluation's directory, or its run did not finish): "
+                              + text.error().message};
+    auto manifest = eval::parseEvalManifest(*text, dir + "/manifest.json");
+    if (!manifest)
+        return manifest.error();
+    in.manifest = std::move(*manifest);
+    auto spec = loadEvalSpecFile(dir + "/spec.json");
+    if (!spec)
+        return spec.error();
+    if (eval::evalSpecHash(*spec) != in.manifest.identity.specHash)
+        return Error{dir + "/spec.json", "is not the spec its manifest names (the spec hashes differ)"};
+    auto bytes = io::readRegularFile(dir + "/eval_shard.bin", kMaxEvalShardBytes);
+    if (!bytes)
+        return bytes.error();
+    if (fnv1a64(*bytes) != in.manifest.checksum)
+        return Error{dir + "/eval_shard.bin", "does not match its manifest's checksum (damaged, or from another run)"};
+    in.result.spec = std::move(*spec);
+    if (auto s = eval::decodeEvalShard(*bytes, dir + "/eval_shard.bin", in.result); !s)
+        return s.error();
+    if (in.result.chunkIndices != in.manifest.chunks)
+        return Error{dir + "/eval_shard.bin", "does not hold the chunks its manifest lists"};
+    return in;
+}
+
+int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err)
+{
+    std::optional<eval::EvalShardInput> reuse;
+    if (!options.reuseDir.empty()) {
+        auto record = readEvalRecord(options.reuseDir);
+        if (!record) {
+            err << "kvlens: --reuse: " << record.error().text() << "\n";
+            return kExitRefused;
+        }
+        reuse = std::move(*record);
+    }
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
+    auto result = eval::runEval(options.spec, progressLine(options, err), options.shard, reuse ? &reuse->result : nullptr);
     if (!options.quiet)
         err << "\n";
     if (!result) {
@@ -271,48 +418,10 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
         staged->abort();
         return InterruptScope::exitStatus();
     }
-    const std::string dir = staged->path();
-    int written = 0;
-    const auto proxies = eval::outputProxyStudy(*result, options.spec.seed(0) + 90, kProxyResamples);
-    const std::string proxiesText = eval::outputProxiesText(proxies);
-    for (const auto& [name, text] : {std::pair<std::string, std::string>{"spec.json", evalSpecToJson(options.spec)},
-                                     {"eval_summary.csv", eval::summaryCsv(*result)},
-                                     {"eval_tokens.csv", eval::tokensCsv(*result)},
-                                     {"eval_layers.csv", eval::layersCsv(*result)},
-                                     {"eval_proxies.csv", eval::outputProxiesCsv(proxies)},
-                                     {"report.txt", eval::reportText(*result) + proxiesText}}) {
-        if (auto ok = writeFileAtomic(dir + "/" + name, text); !ok) {
-            err << "kvlens: " << ok.error().text() << "\n";
-            written = kExitFailed;
-            break;
-        }
-    }
-    // The figures go into the staging directory too: a failure leaves DIR as it was.
-    int figureFiles = 0;
-    std::string skippedNote;
-    if (written == 0 && options.figures) {
-        const auto outcome = widgets::exportEvalFigures(*result, QDir(QString::fromStdString(dir)).filePath(QStringLiteral("figures")),
-                                                        options.figure, QByteArray::fromStdString(evalSpecToJson(options.spec)));
-        if (!outcome.ok()) {
-            err << "kvlens: " << outcome.error.toStdString() << io::spaceNote(dir) << "\n";
-            written = kExitFailed;
-        }
-        figureFiles = static_cast<int>(outcome.written.size());
-        for (const QString& why : outcome.skipped) // a figure with nothing to draw is named, never silently absent
-            skippedNote += "no figure: " + why.toStdString() + "\n";
-    }
-    std::ostringstream report;
-    report << eval::reportText(*result) << proxiesText;
-    const double tokensPerSecond = result->forwardMs > 0 ? result->forwardTokens / (result->forwardMs / 1000.0) : 0.0;
-    report << "\n" << result->configurations.size() << " configurations, " << result->scored.size()
-           << " scored tokens each, in " << seconds(result->elapsedMs / 1000.0) << " (forward passes "
-           << static_cast<long long>(tokensPerSecond) << " tokens/s)\n";
-    report << skippedNote;
-    report << "wrote " << options.outDir << "/{spec.json, eval_summary.csv, eval_tokens.csv, eval_layers.csv, eval_proxies.csv, report.txt}";
-    if (options.figures)
-        report << " and " << figureFiles << " files in " << options.outDir << "/figures";
-    report << "\n";
-    return finishRun(*staged, written, report.str(), out, err);
+    if (reuse)
+        out << "reused " << reusedCount(*result, reuse->result) << " of " << result->configurations.size()
+            << " configurations from " << options.reuseDir << "\n";
+    return writeEvalRun(*result, options, *staged, out, err);
 }
 
 } // namespace kvlens::app

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QLabel;
@@ -130,15 +131,34 @@ protected:
 
 
 private:
+    // The constructor's parts, in order.
+    void buildControlDock();
+    void buildTabs();
+    void buildCentral(); ///< the orientation panel above the tabs
+    void connectModelMap();
+    void buildStatusBar();
+    void startWorker();
+    /// The last session's geometry, layout, folders, recent files and spec (Settings).
+    void restoreSession();
+    void saveSession();
+
     QRect availableScreenArea() const;
     void buildMenus();
     void buildPresetsMenu(QMenu* menu);
     void onSpecEdited();
+    /// A run's or validation's start: the controls' spec normalized (or its error shown, none
+    /// returned), a new job id in `requestId` (cancelling the older one), the controls set running.
+    std::optional<ExperimentSpec> beginJob(quint64& requestId);
     void onStarted(quint64 id, const QString& backend, qint64 total);
     void onProgress(quint64 id, qint64 done, qint64 total);
     void onPartial(quint64 id, const widgets::ViewData& data);
     void onFinished(quint64 id, const widgets::ViewData& data, const QString& error, bool cancelled, double ms);
     void onValidationFinished(quint64 id, const widgets::ValidationData& data, const QString& error);
+    /// onFinished's parts: a finished run kept for comparison, the status line, the screenshot.
+    void keepRun(const std::shared_ptr<const ResultSet>& results);
+    void showRunStatus(const widgets::ViewData& data, double ms);
+    /// Grabs the window into `path` once the current tab has shown what it documents, then closes.
+    void screenshotCurrentTab(const QString& path);
     void populateBackends();
     /// The progress bar without an ETA (a run starting, cancelled or finished).
     void clearEta();

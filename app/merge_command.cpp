@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Argument parsing, shard reading and checking for `kvlens merge`; the files come from writeRunFiles.
+// `kvlens merge`: its options, the shards read and checked; the files come from writeRunFiles.
 #include "app/merge_command.h"
 
 #include "app/batch.h"
+#include "app/eval_command.h"
 #include "app/interrupt.h"
+#include "core/common/hash.h"
+#include "core/eval/eval_shard.h"
 #include "core/experiment/shard.h"
 #include "core/spec/spec_json.h"
 #include "core/io/file_read.h"
@@ -18,12 +21,6 @@ namespace kvlens::app {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]\n"
-    "  DIR_i         the output directories of `kvlens --batch SPEC --shard i/n --out DIR_i`, in any order\n"
-    "  --out DIR     where to write the merged run: the files an unsharded --batch run writes\n"
-    "  --no-figures  write the tables only\n";
-
 /// The whole file if it is a regular file below `cap` (a link to /dev/zero is refused, not read
 /// until memory runs out), or an error naming it.
 Result<std::string> readWholeFile(const std::string& path, std::uint64_t cap)
@@ -31,57 +28,77 @@ Result<std::string> readWholeFile(const std::string& path, std::uint64_t cap)
     return io::readRegularFile(path, cap);
 }
 
-bool samePath(const std::string& a, const std::string& b)
+} // namespace
+
+cli::Syntax mergeSyntax()
 {
-    std::error_code ea, eb;
-    const auto pa = std::filesystem::weakly_canonical(a, ea), pb = std::filesystem::weakly_canonical(b, eb);
-    return !ea && !eb && pa == pb;
+    return {{cli::text("--out", "DIR", "where to write the merged run: the files an unsharded --batch run writes").isRequired(),
+             cli::flag("--no-figures", "write the tables only")},
+            {"DIR_0 ... DIR_{n-1}", "shard directories",
+             "the output directories of kvlens --batch SPEC --shard i/n --out DIR_i, in any order", 1, -1}};
+}
+
+MergeOptions mergeOptionsFrom(const cli::Arguments& args)
+{
+    MergeOptions options;
+    for (const std::string& dir : args.positionals())
+        options.shardDirs.push_back(withoutTrailingSlashes(dir));
+    options.outDir = args.value("--out");
+    options.figures = !args.has("--no-figures");
+    return options;
+}
+
+namespace {
+
+/// kvlens merge of an evaluation's shards: read, checked and merged (eval::mergeEvalShards), then
+/// written by the one writer of kvlens eval, as the unsharded run writes them.
+int runEvalMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
+{
+    std::vector<eval::EvalShardInput> shards;
+    for (const std::string& dir : options.shardDirs) {
+        if (samePath(dir, options.outDir)) {
+            err << "kvlens merge: --out " << options.outDir << " is one of the shard directories; choose another\n";
+            return kExitRefused;
+        }
+        auto shard = readEvalRecord(dir);
+        if (!shard) {
+            err << "kvlens merge: " << shard.error().text() << "; nothing written\n";
+            return kExitRefused;
+        }
+        shards.push_back(std::move(*shard));
+    }
+    auto merged = eval::mergeEvalShards(std::move(shards));
+    if (!merged) {
+        err << "kvlens merge: " << merged.error().text() << "; nothing written\n";
+        return kExitRefused;
+    }
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens merge: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
+    EvalOptions write;
+    write.spec = merged->spec;
+    write.outDir = options.outDir;
+    write.figures = options.figures;
+    write.figure = options.figure;
+    return writeEvalRun(*merged, write, *staged, out, err);
+}
+
+/// Whether `dir` holds an evaluation's shard (its manifest says kvlens-eval-shard).
+bool isEvalShardDir(const std::string& dir)
+{
+    const auto text = readWholeFile(dir + "/manifest.json", io::kMaxManifestBytes);
+    return text && eval::isEvalManifest(*text);
 }
 
 } // namespace
 
-MergeArguments parseMergeArguments(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
-{
-    MergeOptions options;
-    bool outGiven = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            out << kUsage;
-            return {};
-        }
-        if (a == "--out") {
-            if (i + 1 >= args.size()) {
-                err << "kvlens merge: --out needs a directory\n" << kUsage;
-                return {std::nullopt, 2};
-            }
-            options.outDir = args[++i];
-            outGiven = true;
-        } else if (a == "--no-figures") {
-            options.figures = false;
-        } else if (a.rfind("--", 0) == 0) {
-            err << "kvlens merge: unknown option '" << a << "'\n" << kUsage;
-            return {std::nullopt, 2};
-        } else {
-            std::string dir = a;
-            while (dir.size() > 1 && dir.back() == '/')
-                dir.pop_back();
-            options.shardDirs.push_back(dir);
-        }
-    }
-    if (!outGiven || options.outDir.empty()) {
-        err << "kvlens merge: --out DIR is required\n" << kUsage;
-        return {std::nullopt, 2};
-    }
-    if (options.shardDirs.empty()) {
-        err << "kvlens merge: no shard directories given\n" << kUsage;
-        return {std::nullopt, 2};
-    }
-    return {options, 0};
-}
-
 int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
 {
+    if (!options.shardDirs.empty() && isEvalShardDir(options.shardDirs.front()))
+        return runEvalMerge(options, out, err);
     // Every manifest first: a set that does not fit together is refused before any trial is read.
     std::vector<ShardPart> parts;
     bool unreadable = false;
@@ -170,7 +187,8 @@ int runMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
     std::ostringstream report;
     report << "merged " << parts.size() << " shards (" << merged->trials.size() << " trials) into " << options.outDir
            << "\n";
-    const int written = writeRunFiles(*merged, staged->path(), options.figures, report, err, options.outDir);
+    const int written = writeRunFiles(*merged, staged->path(), options.figures, report, err, options.outDir, false,
+                                      options.figure);
     return finishRun(*staged, written, report.str(), out, err);
 }
 

@@ -2,8 +2,10 @@
 // `kvlens merge DIR_0 ... DIR_{n-1} --out DIR`: checks shards of a batch run and writes the whole run's files.
 #pragma once
 
+#include "app/cli.h"
+#include "widgets/figure_export.h"
+
 #include <iosfwd>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,15 +15,14 @@ struct MergeOptions {
     std::vector<std::string> shardDirs; ///< as given, each written by `kvlens --batch SPEC --shard i/n --out DIR_i`
     std::string outDir;
     bool figures = true;                ///< also render every view into DIR/figures
+    widgets::ExportOptions figure;      ///< --width, --dpi, --font-family, --font-size
 };
 
-/// The words after "merge", parsed; without options, `exitCode` is what to exit with
-/// (0 after --help, 2 after a usage error, both already printed).
-struct MergeArguments {
-    std::optional<MergeOptions> options;
-    int exitCode = 0;
-};
-MergeArguments parseMergeArguments(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+/// The options of `kvlens merge DIR_0 ... DIR_{n-1} --out DIR [--no-figures]` (the figure options are
+/// the command table's).
+cli::Syntax mergeSyntax();
+/// The options read (mergeSyntax) as MergeOptions, the directories without trailing slashes.
+MergeOptions mergeOptionsFrom(const cli::Arguments& args);
 
 /// Reads every shard's manifest.json and the first shard's spec.json, checks the set
 /// (checkShardSet: one spec, one program version, one shard count, every trial exactly once;

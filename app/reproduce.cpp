@@ -258,34 +258,13 @@ int writeOutputRuns(const OutputRuns& out, const std::string& dir, const Reprodu
 } // namespace
 
 namespace {
-int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& runs,
-                const std::vector<claims::Claim>& claimList, const std::string& dir,
-                std::chrono::steady_clock::time_point start, std::ostream& err);
-std::string reportLines(const std::vector<claims::Claim>& claimList, const std::string& dir,
-                        std::chrono::steady_clock::time_point start);
-} // namespace
 
-int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostream& err)
+/// The report's presets, each as shipped or resized (sized), run one after the other with a
+/// progress line; a preset whose data is missing is skipped with a line on `err`. Returns 0, or
+/// the status to stop with (1 on a failure, 130/143 when interrupted).
+int runPresets(const ReproduceOptions& options, std::chrono::steady_clock::time_point start,
+               std::vector<PresetRun>& runs, std::ostream& err)
 {
-    if (options.outDir.empty()) {
-        err << "kvlens: --reproduce needs --out DIR\n";
-        return 2;
-    }
-    if (!(options.scale > 0.0 && options.scale <= 1.0)) {
-        err << "kvlens: --reproduce-scale must be in (0, 1]\n";
-        return 2;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    // Locked and checked for writability before an hour of computing; written whole at the end.
-    auto staged = io::StagedDirectory::begin(options.outDir);
-    if (!staged) {
-        err << "kvlens: " << staged.error().text() << "\n";
-        return kExitRefused;
-    }
-    const InterruptScope interrupts;
-
-    // 1. Every preset, as shipped or resized; nothing is written before all of them ran.
-    std::vector<PresetRun> runs;
     const auto& presets = reproducePresets();
     for (std::size_t i = 0; i < presets.size(); ++i) {
         const ReproducePreset& preset = presets[i];
@@ -325,6 +304,42 @@ int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostrea
         results->backend = backend.label;
         runs.push_back({preset, std::move(*results), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
     }
+    return 0;
+}
+
+} // namespace
+
+namespace {
+int writeReport(const ReproduceOptions& options, const std::vector<PresetRun>& runs,
+                const std::vector<claims::Claim>& claimList, const std::string& dir,
+                std::chrono::steady_clock::time_point start, std::ostream& err);
+std::string reportLines(const std::vector<claims::Claim>& claimList, const std::string& dir,
+                        std::chrono::steady_clock::time_point start);
+} // namespace
+
+int runReproduce(const ReproduceOptions& options, std::ostream& out, std::ostream& err)
+{
+    if (options.outDir.empty()) {
+        err << "kvlens: --reproduce needs --out DIR\n";
+        return 2;
+    }
+    if (!(options.scale > 0.0 && options.scale <= 1.0)) {
+        err << "kvlens: --reproduce-scale must be in (0, 1]\n";
+        return 2;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    // Locked and checked for writability before an hour of computing; written whole at the end.
+    auto staged = io::StagedDirectory::begin(options.outDir);
+    if (!staged) {
+        err << "kvlens: " << staged.error().text() << "\n";
+        return kExitRefused;
+    }
+    const InterruptScope interrupts;
+
+    // 1. Every preset, as shipped or resized; nothing is written before all of them ran.
+    std::vector<PresetRun> runs;
+    if (const int status = runPresets(options, start, runs, err); status != 0)
+        return status;
     auto find = [&](const char* file) -> const ResultSet* {
         for (const PresetRun& r : runs)
             if (r.preset.file == file)

@@ -4,6 +4,7 @@
 // measured in the same run.
 #include "bench/bench_util.h"
 #include "core/common/memory.h"
+#include "core/lm/products.h"
 #include "core/lm/transformer.h"
 #include "core/rng/rng.h"
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -123,6 +125,87 @@ Timing measure(const char* what, const Transformer& m, const std::vector<std::in
     return {what, t, ms, flops, std::max(before, sgemmGflops(1024, m.threads()))};
 }
 
+/// Peak and current resident set size in bytes (VmHWM, VmRSS of /proc/self/status).
+std::pair<std::uint64_t, std::uint64_t> residentBytes()
+{
+    std::ifstream in("/proc/self/status");
+    std::uint64_t peak = 0, now = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmHWM:", 0) == 0)
+            peak = std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+        else if (line.rfind("VmRSS:", 0) == 0)
+            now = std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+    }
+    return {peak, now};
+}
+
+/// The forward's own product on `w` (its stored type, panels converted inside) with `rows` random
+/// activation rows: GFLOP/s, median of 3 after a warm-up.
+double productGflops(const WeightMatrix& w, int rows, int threads)
+{
+    Rng rng(EngineKind::Pcg64, 5);
+    RowMatrixXf a(rows, w.cols());
+    for (Eigen::Index i = 0; i < a.size(); ++i)
+        a.data()[i] = static_cast<float>(rng.normal());
+    RowMatrixXf out;
+    const RowVectorXf bias;
+    const double ms = medianMs(
+        [&] {
+            TaskPool pool(threads);
+            matmulT(pool, a, w, bias, out);
+        },
+        3, 1);
+    return 2.0 * rows * double(w.rows()) * double(w.cols()) / (ms * 1e6);
+}
+
+/// One model at its real size: load (memory-mapped, stored types), the product rate of its MLP
+/// matrix, a forward of `ctx` tokens scoring the second half as kvlens eval does, peak RSS against
+/// the mapped weights.
+int benchModel(const std::string& path, int ctx, int threads)
+{
+    LoadOptions options;
+    options.threads = threads;
+    options.contextTokens = ctx;
+    options.memoryLimitMiB = defaultMemoryLimitMiB();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = Transformer::load(path, options);
+    if (!m) {
+        std::fprintf(stderr, "%s\n", m.error().text().c_str());
+        return 1;
+    }
+    const double loadS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const ModelConfig& c = m->config();
+    const std::uint64_t mapped = m->tensors().storedBytes();
+    std::printf("%s\n  %s, weights %s, %.0f MiB mapped; loaded and checked finite in %.1f s\n", path.c_str(),
+                c.summary().c_str(), m->tensors().storedTypes().c_str(), mapped / 1048576.0, loadS);
+    const double rate = productGflops(m->tensors().layers[0].up, ctx, threads);
+    const double sgemm = sgemmGflops(1024, threads);
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(ctx));
+    Rng rng(EngineKind::Pcg64, 3);
+    for (auto& id : tokens)
+        id = static_cast<std::int32_t>(rng.nextU64() % static_cast<std::uint64_t>(c.vocab));
+    ForwardOptions half;
+    half.logitsStart = ctx / 2;
+    const double ms = medianMs(
+        [&] {
+            if (auto r = m->forward(tokens, half); !r) {
+                std::fprintf(stderr, "%s\n", r.error().text().c_str());
+                std::exit(1);
+            }
+        },
+        3, 1);
+    const double flops = c.flopsPerToken(ctx) * ctx - 2.0 * c.hidden * double(c.vocab) * half.logitsStart;
+    const double floorMs = flops / (rate * 1e6);
+    const auto [peak, now] = residentBytes();
+    std::printf("  product (layer 0 MLP, %d rows, %s): %.1f GFLOP/s (SGEMM 1024^3: %.1f)\n", ctx,
+                m->tensors().layers[0].up.typeName().c_str(), rate, sgemm);
+    std::printf("  forward of %d tokens: %.0f ms, %.1f tokens/s; floor at the product rate %.0f ms: %.2fx the floor\n",
+                ctx, ms, ctx / (ms / 1000.0), floorMs, ms / floorMs);
+    std::printf("  peak RSS %.0f MiB = mapped %.0f MiB %+.1f %% (now %.0f MiB)\n", peak / 1048576.0, mapped / 1048576.0,
+                100.0 * (double(peak) / double(mapped) - 1.0), now / 1048576.0);
+    return 0;
+}
+
 void print(const Timing& r)
 {
     const double sgemm = r.sgemm;
@@ -139,17 +222,33 @@ int main(int argc, char** argv)
 {
     int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::string models = KVLENS_MODELS_DIR;
+    std::vector<std::string> modelPaths;
+    int ctx = 512;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--threads" && i + 1 < argc)
             threads = std::max(1, std::atoi(argv[++i]));
         else if (a == "--models" && i + 1 < argc)
             models = argv[++i];
+        else if (a == "--model" && i + 1 < argc)
+            modelPaths.push_back(argv[++i]);
+        else if (a == "--ctx" && i + 1 < argc)
+            ctx = std::max(4, std::atoi(argv[++i]));
         else {
-            std::printf("usage: kvlens-lm-bench [--threads N] [--models DIR]\n"
-                        "Tokens/s and GFLOP/s of one 512-token forward, against the FLOP floor at the SGEMM rate of this run.\n");
+            std::printf("usage: kvlens-lm-bench [--threads N] [--models DIR] [--model PATH [--ctx N]]...\n"
+                        "Tokens/s and GFLOP/s of one 512-token forward, against the FLOP floor at the SGEMM rate of this run.\n"
+                        "--model: a model folder or GGUF file at its real size: load time, the product rate of its\n"
+                        "stored type, a forward of --ctx tokens against the floor at that rate, peak RSS against the\n"
+                        "mapped weights (scripts/make_large_model.py writes random-weight ones).\n");
             return a == "--help" || a == "-h" ? 0 : 2;
         }
+    }
+    if (!modelPaths.empty()) {
+        retainFreedMemory();
+        for (const std::string& path : modelPaths)
+            if (const int status = benchModel(path, ctx, threads); status != 0)
+                return status;
+        return 0;
     }
     // A forward allocates its activations afresh (the logits alone are T x vocab floats); reusing
     // freed heap spares the first-touch page faults, as the experiment runner does.

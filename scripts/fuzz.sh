@@ -4,7 +4,9 @@
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60]
 # Seeds: tests/data and resources/examples (tensor files), resources/presets, resources/examples and
-# tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json), copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
+# tests/data/spec_*.json (specs, the hostile ones included), tests/data/tokenizers/*.json (tokenizer.json),
+# tests/data/gguf/*.gguf (GGUF, the hostile ones included), three argument lists (the option reader),
+# copied to a temporary corpus so the repository is never modified. Targets run KVLENS_JOBS
 # (default 2) at a time, one core each. Crashing inputs are kept in <fuzz dir>/artifacts/<target>/ and
 # each run's log in <fuzz dir>/fuzz_<target>.log.
 # The targets are built in the ASan tree (build-asan/fuzz/, preset "asan", whose kvlens_core already
@@ -29,7 +31,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 built=()
-for target in npy npz safetensors spec tokenizer_json hf_config weight_index; do
+for target in npy npz safetensors gguf spec eval_spec eval_shard tokenizer_json hf_config weight_index cli; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
@@ -46,6 +48,17 @@ fuzz_one() {
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
     cp resources/presets/*.json resources/examples/*.json tests/data/spec_*.json "$corpus"/
+  elif [ "$target" = eval_spec ]; then
+    cp tests/data/eval_specs/*.json "$corpus"/
+  elif [ "$target" = eval_shard ]; then
+    printf 'seed' >"$corpus/empty" # the body of a shard file: the fuzzer builds it from nothing
+  elif [ "$target" = gguf ]; then
+    cp tests/data/gguf/*.gguf "$corpus"/
+  elif [ "$target" = cli ]; then
+    # Seeds: argument lists, one word per NUL.
+    printf '%s\0' d --out o --n 8 --meta a=1 --meta b=2 >"$corpus/values"
+    printf '%s\0' --out=o --x 1e-3 --law gauss -- --quiet >"$corpus/forms"
+    printf '%s\0' --out --quiet --bogus --help >"$corpus/refusals"
   elif [ "$target" = tokenizer_json ]; then
     cp tests/data/tokenizers/*.json "$corpus"/
   elif [ "$target" = hf_config ] || [ "$target" = weight_index ]; then

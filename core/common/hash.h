@@ -22,6 +22,23 @@ constexpr std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFn
     return hash;
 }
 
+/// FNV-1a's step over 8-byte little-endian words instead of bytes (the tail's bytes one by one):
+/// eight times fewer multiplies, for hashing gigabytes of model weights at memory speed. Not FNV-1a's
+/// published values; a different function, used only where its name says so (weight data hashes).
+inline std::uint64_t fnv1a64Words(const std::uint8_t* data, std::uint64_t size, std::uint64_t hash = kFnvOffsetBasis)
+{
+    std::uint64_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        std::uint64_t w = 0;
+        for (int b = 0; b < 8; ++b)
+            w |= static_cast<std::uint64_t>(data[i + static_cast<std::uint64_t>(b)]) << (8 * b);
+        hash = (hash ^ w) * kFnvPrime;
+    }
+    for (; i < size; ++i)
+        hash = (hash ^ data[i]) * kFnvPrime;
+    return hash;
+}
+
 /// FNV-1a over typed values, each written unambiguously (numbers as their bytes, text with its
 /// length first), so that different sequences of values never hash the same bytes.
 class Fnv1a {

@@ -7,7 +7,7 @@
 
 #include "core/common/format.h"
 #include "core/common/fp16.h"
-#include "core/experiment/runner.h"
+#include "core/eval/evaluator.h"
 #include "core/io/file_read.h"
 #include "core/io/json_text.h"
 #include "core/lm/hf_config.h"
@@ -71,6 +71,13 @@ const std::vector<std::string>& dumpLayoutKeys()
     return keys;
 }
 
+const std::vector<std::string>& dumpProvenanceKeys()
+{
+    static const std::vector<std::string> keys = {"model",     "rope",        "positions", "source",
+                                                  "model_layers", "span_loss", "captured_by", "model_dir"};
+    return keys;
+}
+
 std::uint64_t captureBytes(const lm::ModelConfig& config, int ctx, int keptLayers, bool f32)
 {
     const std::uint64_t values = static_cast<std::uint64_t>(std::max(0, keptLayers))
@@ -97,15 +104,20 @@ Status checkCaptureSpec(const CaptureSpec& spec)
     if (spec.threads < 0 || spec.threads > 1024)
         return Error{"threads", "must be in [0, 1024], got " + std::to_string(spec.threads)};
     if (!(spec.memoryLimitMb >= 0.0) || spec.memoryLimitMb > double(1 << 30))
-        return Error{"memory_limit_mb", "must be in [0, 2^30] (0: half of physical memory)"};
+        return Error{"memory_limit_mb", "must be in [0, 2^30] (0: most of physical memory)"};
     if (spec.metadata.size() > static_cast<std::size_t>(CaptureLimits::kMaxMetadataEntries))
         return Error{"metadata", "at most " + std::to_string(CaptureLimits::kMaxMetadataEntries) + " entries, got "
                                      + std::to_string(spec.metadata.size())};
     for (const auto& [key, value] : spec.metadata) {
         const auto& layout = dumpLayoutKeys();
+        const auto& provenance = dumpProvenanceKeys();
         if (key.empty() || std::find(layout.begin(), layout.end(), key) != layout.end())
             return Error{"metadata", "key '" + key + "' is not allowed (empty, or one of the dump's layout keys: "
                                          "kvlens_dump, layers, q_heads, kv_heads, head_dim, tokens)"};
+        if (std::find(provenance.begin(), provenance.end(), key) != provenance.end())
+            return Error{"metadata", "key '" + key + "' is one of the keys the capture writes itself (model, rope, "
+                                         "positions, source, model_layers, span_loss, captured_by, model_dir): "
+                                         "a --meta value would overwrite the dump's provenance; choose another key"};
         if (key.size() > CaptureLimits::kMaxMetadataBytes || value.size() > CaptureLimits::kMaxMetadataBytes)
             return Error{"metadata", "key and value must each be at most "
                                          + std::to_string(CaptureLimits::kMaxMetadataBytes) + " bytes"};
@@ -148,7 +160,10 @@ Result<CaptureResult> captureChunk(const lm::Transformer& model, std::span<const
 
     auto& m = r.metadata;
     m["model"] = config.summary();
-    m["rope"] = config.isGpt2() ? "none (learned absolute positions added to the embeddings)" : "post";
+    m["rope"] = config.arch().positions == lm::PositionKind::Learned
+                    ? "none (learned absolute positions added to the embeddings)"
+                    : "post" + (config.ropeScaling.kind == lm::RopeScaling::Kind::None ? std::string()
+                                                                                       : ", scaling " + config.ropeScaling.describe());
     m["positions"] = "0.." + std::to_string(r.tokens - 1);
     m["source"] = source;
     m["model_layers"] = layerList(r.layers);
@@ -169,12 +184,9 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
     auto config = lm::loadHfConfig(spec.modelDir);
     if (!config)
         return config.error();
-    const int context = config->maxPositions > 0 ? std::min(config->maxPositions, config->maxChunkTokens())
-                                                 : config->maxChunkTokens();
-    if (spec.ctx > context)
-        return Error{"ctx", "must be at most " + std::to_string(context) + " (the model's context: "
-                                + (config->maxPositions > 0 ? "max_position_embeddings" : "its positions") + " of "
-                                + config->source + "), got " + std::to_string(spec.ctx)};
+    if (spec.ctx > config->maxChunkTokens())
+        return Error{"ctx", "must be at most " + std::to_string(config->maxChunkTokens()) + " (the model's context: '"
+                                + config->contextKey + "' of " + config->source + "), got " + std::to_string(spec.ctx)};
     for (const int l : spec.layers)
         if (l >= config->layers)
             return Error{"layers", "layer " + std::to_string(l) + " must be in [0, " + std::to_string(config->layers - 1)
@@ -183,7 +195,7 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
 
     // Memory: the model (weights, one forward) from its headers, and the capture, before loading.
     lm::LoadOptions load;
-    const double limitMb = spec.memoryLimitMb > 0.0 ? spec.memoryLimitMb : 0.5 * physicalMemoryBytes() / 1048576.0;
+    const std::uint64_t limitMiB = memoryLimitMiB(spec.memoryLimitMb);
     load.memoryLimitMiB = std::numeric_limits<std::uint64_t>::max() >> 21;
     load.contextTokens = spec.ctx;
     load.forwardsInFlight = 1;
@@ -192,16 +204,16 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
     if (!estimate)
         return estimate.error();
     const std::uint64_t captureNeed = captureBytes(*config, spec.ctx, kept, spec.f32);
-    const std::uint64_t limit = static_cast<std::uint64_t>(std::max(1.0, limitMb)) << 20;
+    const std::uint64_t limit = limitMiB << 20;
     if (estimate->total() + captureNeed > limit)
         return Error{"memory_limit_mb", "the capture needs about " + std::to_string(mib(estimate->total() + captureNeed))
                                             + " MiB (the model " + std::to_string(mib(estimate->total()))
                                             + " MiB with one forward of " + std::to_string(spec.ctx) + " tokens, Q, K, V of "
                                             + std::to_string(kept) + " layers and the dump "
                                             + std::to_string(mib(captureNeed)) + " MiB), more than the limit of "
-                                            + std::to_string(static_cast<std::uint64_t>(std::max(1.0, limitMb)))
+                                            + std::to_string(limitMiB)
                                             + " MiB; give a smaller ctx, fewer layers or a larger limit"};
-    load.memoryLimitMiB = limit >> 20;
+    load.memoryLimitMiB = limitMiB;
     auto model = lm::Transformer::load(spec.modelDir, load);
     if (!model)
         return model.error();

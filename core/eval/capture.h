@@ -28,7 +28,7 @@ struct CaptureSpec {
     bool parseSpecialTokens = true; ///< byte-level BPE: match special tokens in the text
     bool f32 = false;               ///< F32 tensors instead of F16
     int threads = 0;                ///< worker threads of the forward (0: all)
-    double memoryLimitMb = 0.0;     ///< 0: half of physical memory
+    double memoryLimitMb = 0.0;     ///< 0: lm::defaultMemoryLimitMiB()
     std::map<std::string, std::string> metadata; ///< added to the dump's __metadata__ (layout keys refused)
 };
 
@@ -52,6 +52,9 @@ struct CaptureResult {
 
 /// Keys a dump's __metadata__ always holds (the layout), which CaptureSpec::metadata may not set.
 const std::vector<std::string>& dumpLayoutKeys();
+/// Keys the capture writes itself (the dump's provenance: model, rope, source, span_loss, ...), which
+/// CaptureSpec::metadata may not set either: a user's --meta must never overwrite them.
+const std::vector<std::string>& dumpProvenanceKeys();
 
 /// Bytes a capture holds besides the model and its forward: the float copy of the kept layers' Q, K
 /// and V, and the dump file assembled in memory (2 or 4 bytes a value, and its header).

@@ -21,6 +21,10 @@ constexpr const char* kConvention =
 std::string header(const EvalResult& r)
 {
     std::string h = std::string(kConvention) + "\n";
+    h += r.spec.ggmlQueryConversion
+             ? "# queries: converted to the key type's vec_dot_type before the score product for llama.cpp's cache "
+               "types, as ggml's CPU path does (column query); float32 for every other scheme\n"
+             : "# queries: float32 for every scheme (query_conversion none: the codec alone)\n";
     if (r.cancelled)
         h += "# partial run: cancelled after " + std::to_string(r.chunksScored) + " chunks\n";
     return h;
@@ -60,7 +64,8 @@ std::string summaryCsv(const EvalResult& r)
     CsvWriter csv({"scheme", "budget", "seed", "bits_k", "bits_v", "tokens", "ppl", "ppl_err", "ppl_base", "ppl_base_err",
                    "ln_ppl_ratio", "ln_ppl_ratio_err", "ppl_ratio", "ppl_ratio_err", "kld_mean", "kld_mean_err", "kld_max",
                    "kld_p999", "kld_p99", "kld_p95", "kld_p90", "kld_median", "kld_p10", "kld_p5", "kld_p1", "kld_min",
-                   "dp_mean", "dp_mean_err", "dp_rms", "dp_rms_err", "same_top1", "same_top1_err", "nll_correlation"});
+                   "dp_mean", "dp_mean_err", "dp_rms", "dp_rms_err", "same_top1", "same_top1_err", "nll_correlation",
+                   "query", "cache_share_k", "cache_share_v", "bits_k_spent", "bits_v_spent"});
     for (const ConfigurationResult& c : r.configurations) {
         const lm::NextTokenSummary& s = c.summary;
         csv.add(c.name).add(budgetText(c.budget)).add(static_cast<unsigned long long>(r.spec.seed(c.seedIndex))).add(c.bitsK).add(c.bitsV)
@@ -72,7 +77,8 @@ std::string summaryCsv(const EvalResult& r)
             .add(s.kldPercentiles.p90).add(s.kldPercentiles.median).add(s.kldPercentiles.p10).add(s.kldPercentiles.p5)
             .add(s.kldPercentiles.p1).add(s.kldPercentiles.minimum)
             .add(s.deltaP.mean).add(s.deltaP.error).add(s.deltaPRms.mean).add(s.deltaPRms.error)
-            .add(s.sameTop.mean).add(s.sameTop.error).add(s.nllCorrelation);
+            .add(s.sameTop.mean).add(s.sameTop.error).add(s.nllCorrelation)
+            .add(c.queryConversion).add(c.cacheShareK).add(c.cacheShareV).add(c.bitsSpentK()).add(c.bitsSpentV());
         csv.endRow();
     }
     return header(r) + csv.text();
@@ -141,7 +147,13 @@ std::string reportText(const EvalResult& r)
     for (const ConfigurationResult& c : r.configurations) {
         const lm::NextTokenSummary& s = c.summary;
         o << "\n== " << c.name << ", n = " << budgetText(c.budget) << ", seed " << r.spec.seed(c.seedIndex) << " (K "
-          << c.bitsK << ", V " << c.bitsV << " bits per coordinate) ==\n";
+          << c.bitsK << ", V " << c.bitsV << " bits per coordinate"
+          << (c.queryConversion != "f32" ? ", queries converted to " + c.queryConversion + " as ggml does" : std::string())
+          << ") ==\n";
+        if (c.cacheShareK < 1.0 || c.cacheShareV < 1.0)
+            o << "  read from the quantized cache: " << 100.0 * c.cacheShareK << " % of keys, " << 100.0 * c.cacheShareV
+              << " % of values (the rest exact: open codec groups, residual window); bits spent K " << c.bitsSpentK()
+              << ", V " << c.bitsSpentV() << "\n";
         if (c.tokens.size() < 2) {
             o << "  (fewer than two tokens scored)\n";
             continue;

@@ -57,6 +57,19 @@ struct ConfigurationResult {
     int seedIndex = 0;
     std::string name;          ///< the scheme's name
     double bitsK = 0.0, bitsV = 0.0; ///< exact bits per coordinate, mean over layers and KV heads
+    /// The share of the keys (values) a scored token attends to that it reads from the quantized
+    /// cache, mean over scored positions and layers: 1 when every key is quantized when written
+    /// (llama.cpp's setting); below 1 when a codec encodes groups of tokens (the open group stays
+    /// exact) or a residual window keeps recent tokens exact.
+    double cacheShareK = 1.0, cacheShareV = 1.0;
+    /// What a query was converted to before its product with the cached keys: ggml's vec_dot_type
+    /// for llama.cpp's cache types ("q8_0", "q8_1", "f16"), "f32" when it stayed float32 (per layer,
+    /// "q8_0 layer 2: f32", when layers differ).
+    std::string queryConversion = "f32";
+    /// Bits per coordinate of what a scored token reads: the codec's bits for the cached share, 16
+    /// (fp16, as a deployed cache holds its open group and window) for the rest.
+    double bitsSpentK() const { return cacheShareK * bitsK + (1.0 - cacheShareK) * 16.0; }
+    double bitsSpentV() const { return cacheShareV * bitsV + (1.0 - cacheShareV) * 16.0; }
     std::vector<lm::TokenStat> tokens; ///< per scored position, in ScoredToken order
     std::vector<TopTokens> top;        ///< per scored position: the 5 most likely next tokens under this cache
     std::vector<TokenProxies> proxies; ///< per scored position (all zero for the exact cache)
@@ -78,6 +91,13 @@ struct AttributionRow {
     double sameTop = 0.0;      ///< share of scored tokens whose argmax agrees with the reference
 };
 
+/// One scored token of one attribution row: kept per token so that a row's sums are the same
+/// additions in the same order whether the run was sharded or not.
+struct AttributionToken {
+    double kld = 0.0;
+    bool sameTop = false;
+};
+
 /// An evaluation's results. Per-token statistics are in full double precision.
 struct EvalResult {
     EvalSpec spec;
@@ -93,11 +113,28 @@ struct EvalResult {
     std::optional<std::int32_t> bos;    ///< each chunk's first token, when the tokenizer adds one
     std::vector<ConfigurationResult> configurations;
     std::vector<AttributionRow> attribution;
+    /// Per attribution row, per scored position (in `scored` order): the token's KLD and whether its
+    /// top-1 agrees (finishEvalResult makes the rows' means, errors and same-top shares from them).
+    std::vector<std::vector<AttributionToken>> attributionTokens;
+    std::vector<int> chunkIndices;   ///< the text's chunks this result scored, increasing (all, or a shard's)
+    std::uint64_t modelHash = 0;     ///< lm::Transformer::dataHash of the weights
+    /// Worker threads of the forward passes: the products split their columns by thread, so two runs
+    /// agree to the last bit only on the same number (shards and reused runs are checked for it).
+    int threads = 0;
+    std::uint64_t tokensHash = 0;    ///< eval::tokensHash of the ids the run reads (calibration and every chunk)
+    int shardIndex = 0, shardCount = 1; ///< which fixed 1/shardCount of the chunks (0 of 1: all)
+    std::vector<double> referenceNll;   ///< per scored position: -log p_base(next)
     double referenceNllMean = 0.0;   ///< mean -log p_base(next) over the scored tokens
     bool cancelled = false;          ///< stopped early: configurations hold what was scored
     double elapsedMs = 0.0;
     double forwardMs = 0.0;          ///< time in forward passes
     long long forwardTokens = 0;     ///< tokens through forward passes (partial passes counted by their layers)
 };
+
+/// The derived fields of `r` from its per-token data: each configuration's llama.cpp summary (two or
+/// more tokens), the attribution rows from their tokens, the reference's
+/// mean NLL: sums over the tokens in order, as a running accumulation would. What an evaluation does when
+/// it finishes, and what a merge of shards does.
+void finishEvalResult(EvalResult& r);
 
 } // namespace kvlens::eval

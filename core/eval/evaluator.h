@@ -40,10 +40,13 @@ public:
         std::vector<std::vector<RowMatrixXf>> keys, values, queries; ///< [layer][kvHead]
     };
 
-    /// Plans every cell. `layers` (size = model layers) gives each layer's scheme.
+    /// Plans every cell. `layers` (size = model layers) gives each layer's scheme. With
+    /// `ggmlQueryConversion`, a layer whose keys are stored in one of llama.cpp's cache types (a
+    /// ggml quantizer or fp16, nothing else on the path) has its queries converted as ggml converts
+    /// them (queryConversion); otherwise queries stay float32 (the codec alone).
     static Result<std::shared_ptr<const CodecCache>> plan(const std::vector<SchemeConfig>& layers, int budget,
                                                           int kvHeads, int headDim, std::uint64_t seed,
-                                                          const Calibration* calibration);
+                                                          const Calibration* calibration, bool ggmlQueryConversion = false);
 
     /// A view of this cache quantizing only `layer` (kvHead -1: every head) on the chosen paths.
     struct Mask {
@@ -58,6 +61,10 @@ public:
     int causalGroup(int layer, bool keys) const override;
     void apply(int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v, RowMatrixXf& khat,
                RowMatrixXf& vhat) const override;
+    std::optional<ggml::GgmlType> queryConversion(int layer, int kvHead) const override;
+    /// The layers' query conversions, as ggml names them ("q8_0", or "f32" where none), one per layer
+    /// when they differ, for the files.
+    std::string queryConversionName() const;
     /// The same, on the paths and cells `mask` selects (the others copied exact).
     void applyMasked(const Mask& mask, int layer, int kvHead, const RowMatrixXf& k, const RowMatrixXf& v,
                      RowMatrixXf& khat, RowMatrixXf& vhat) const;
@@ -81,18 +88,39 @@ Result<CodecCache::Calibration> calibrationFromText(const lm::Transformer& model
 /// Scheme `scheme` of the spec, per layer (an allocation's layers, or the scheme on every layer).
 std::vector<SchemeConfig> configurationLayers(const EvalSpec& spec, int scheme, int layers);
 
-/// Runs an evaluation (the spec checked with checkEvalSpec). Loads the model (its memory need
-/// from the headers checked against spec.memoryLimitMb first), tokenizes (or reads the ids),
+/// Which fixed 1/count of an evaluation's chunks a run scores: chunks [C index / count, C (index + 1) /
+/// count) of the C the text gives (0 of 1: all). Shards merge into the unsharded run exactly (kvlens merge).
+struct EvalShard {
+    int index = 0;
+    int count = 1;
+};
+
+/// Bytes an evaluation holds besides the model's weights and forwards, from its spec and the text's
+/// token count: calibration K/V/Q rows and query moments, the reference's layer inputs (with
+/// attribution), and per scored token and configuration the statistics, top tokens and proxies.
+std::uint64_t evalWorkingBytes(const EvalSpec& spec, const lm::ModelConfig& config, std::int64_t tokens);
+
+/// An eval spec's memory_limit_mb as MiB: the value given, or lm::defaultMemoryLimitMiB() for 0.
+std::uint64_t memoryLimitMiB(double requestedMb);
+
+/// Runs an evaluation (the spec checked with checkEvalSpec). Tokenizes (or reads the ids; only as
+/// many tokens as the chunks need), loads the model (its memory need -- the weights as stored, the
+/// forwards, evalWorkingBytes -- checked against spec.memoryLimitMb before anything is loaded),
 /// reserves the calibration tokens, cuts the rest into chunks of spec.ctx, and per chunk runs the
 /// exact forward and every configuration's in lockstep (no logits file; one configuration's
 /// logits in memory at a time), scoring positions ctx/2 .. ctx-2 of each chunk (llama.cpp's
 /// convention: the first half is context). Bad input is refused in one line naming the file and
 /// field (the model's, the text's, a token id and its index, a text shorter than two chunks).
-Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks = {});
+/// With `reuse` (an earlier whole run of the same model, tokens, thread count and settings: everything
+/// but the schemes, budgets and seeds), its configurations and attribution rows that this spec holds
+/// are taken instead of computed; refused naming what differs otherwise.
+Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks = {}, EvalShard shard = {},
+                           const EvalResult* reuse = nullptr);
 
 /// The same on a model already loaded and tokens already read (tests, the window).
 Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
                            std::optional<std::int32_t> bos, const EvalCallbacks& callbacks = {},
-                           const std::function<std::string(std::int32_t)>& tokenText = {});
+                           const std::function<std::string(std::int32_t)>& tokenText = {}, EvalShard shard = {},
+                           const EvalResult* reuse = nullptr);
 
 } // namespace kvlens::eval

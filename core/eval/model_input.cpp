@@ -7,8 +7,10 @@
 namespace kvlens::eval {
 
 Result<ModelInput> readModelInput(const std::string& modelDir, const std::string& textFile,
-                                  const std::string& tokensFile, bool parseSpecialTokens, int vocab)
+                                  const std::string& tokensFile, bool parseSpecialTokens, int vocab,
+                                  std::size_t maxTokens, const std::function<bool()>& cancelled)
 {
+    (void)cancelled;
     ModelInput in;
     if (!tokensFile.empty()) {
         auto ids = lm::readTokenIds(tokensFile);
@@ -32,6 +34,8 @@ Result<ModelInput> readModelInput(const std::string& modelDir, const std::string
     if (!encoded)
         return Error{"text", textFile + ": " + encoded.error().text()};
     in.tokens = std::move(encoded).value();
+    if (maxTokens > 0 && in.tokens.size() > maxTokens)
+        in.tokens.resize(maxTokens);
     return in;
 }
 

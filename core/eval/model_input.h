@@ -7,6 +7,7 @@
 #include "core/lm/tokenizer.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct ModelInput {
 /// tokenizer in `modelDir` for a vocabulary of `vocab`. Errors name the file; ids are not checked
 /// against the vocabulary here.
 Result<ModelInput> readModelInput(const std::string& modelDir, const std::string& textFile,
-                                  const std::string& tokensFile, bool parseSpecialTokens, int vocab);
+                                  const std::string& tokensFile, bool parseSpecialTokens, int vocab,
+                                  std::size_t maxTokens = 0, const std::function<bool()>& cancelled = {});
 
 } // namespace kvlens::eval

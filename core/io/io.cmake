@@ -1,12 +1,24 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Tensor file readers of core/io (.npy, .npz, .safetensors), added to kvlens_core.
+# Tensor file readers of core/io (.npy, .npz, .safetensors, GGUF) and ggml's types, added to kvlens_core.
 target_sources(kvlens_core PRIVATE
+  io/ggml_dequant.cpp
+  io/ggml_dot.cpp
+  io/ggml_dot.h
+  io/ggml_kernels.h
+  io/ggml_kernels_x86.cpp
+  io/ggml_quantize.cpp
+  io/ggml_types.cpp
+  io/ggml_types.h
+  io/gguf.cpp
+  io/gguf.h
   io/fault.cpp
   io/fault.h
   io/file_read.cpp
   io/file_read.h
   io/json_text.cpp
   io/json_text.h
+  io/mapped_file.cpp
+  io/mapped_file.h
   io/staged_dir.cpp
   io/staged_dir.h
   io/npy.cpp
@@ -20,6 +32,12 @@ target_sources(kvlens_core PRIVATE
   io/tensor_file_cache.cpp
   io/tensor_file_cache.h
 )
+# ggml's block quantizers and its x86 score product round every float operation on its own; an FMA
+# (GCC fuses across statements under -march=native) changes some of their codes or sums, so these files
+# are built without contraction (the FMAs ggml does execute are written as std::fma). The scalar
+# dequantizers too: fused, a NaN scale and a NaN minimum would propagate in another operand order than
+# the vector kernels' multiply-then-subtract.
+set_source_files_properties(io/ggml_types.cpp io/ggml_dot.cpp io/ggml_dequant.cpp PROPERTIES COMPILE_OPTIONS -ffp-contract=off)
 # .npz members are zip entries (stored, deflated, Zip64), read through Debian's libzip-dev.
 # Found through pkg-config, not find_package(libzip): Debian 12's libzip-config.cmake declares
 # libzip::zipcmp, ::zipmerge and ::ziptool and fails with FATAL_ERROR unless the separate zipcmp,

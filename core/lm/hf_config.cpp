@@ -127,35 +127,23 @@ private:
 
 Architecture architectureOf(const Keys& keys)
 {
-    static constexpr std::pair<std::string_view, Architecture> kClasses[] = {
-        {"LlamaForCausalLM", Architecture::Llama},
-        {"MistralForCausalLM", Architecture::Mistral},
-        {"Qwen2ForCausalLM", Architecture::Qwen2},
-        {"GPT2LMHeadModel", Architecture::Gpt2},
-    };
-    static constexpr std::pair<std::string_view, Architecture> kTypes[] = {
-        {"llama", Architecture::Llama},
-        {"mistral", Architecture::Mistral},
-        {"qwen2", Architecture::Qwen2},
-        {"gpt2", Architecture::Gpt2},
-    };
     if (const json* list = keys.find("architectures")) {
         if (!list->is_array() || list->empty() || !(*list)[0].is_string())
             throw ConfigError{"'architectures' is " + io::describeJson(*list)
                               + ": it must be an array whose first element names the model class"};
         const auto& name = (*list)[0].get_ref<const std::string&>();
-        for (const auto& [n, a] : kClasses)
-            if (name == n)
-                return a;
-        throw ConfigError{"'architectures'[0] = " + io::quoteName(name)
-                          + " is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)"};
+        for (const ArchitectureInfo& a : architectures())
+            if (name == a.hfClass)
+                return a.id;
+        throw ConfigError{"'architectures'[0] = " + io::quoteName(name) + " is not supported (" + std::string(knownClasses())
+                          + ")"};
     }
     const auto type = keys.string("model_type");
     if (!type)
         throw ConfigError{"neither 'architectures' nor 'model_type' says which model this is"};
-    for (const auto& [n, a] : kTypes)
-        if (*type == n)
-            return a;
+    for (const ArchitectureInfo& a : architectures())
+        if (*type == a.modelType)
+            return a.id;
     throw ConfigError{"'model_type' = " + io::quoteName(*type) + " is not supported (llama, mistral, qwen2, gpt2)"};
 }
 
@@ -182,16 +170,45 @@ void checkPartialRotary(const json* value, const std::string& what)
                           + ": partial rotary embeddings are not implemented (only 1, every dimension rotated)"};
 }
 
+/// rope_scaling: null, "default", "linear" {factor} or "llama3" {factor, low_freq_factor,
+/// high_freq_factor, original_max_position_embeddings}; anything else refused naming the type.
+RopeScaling parseRopeScaling(const json& scaling)
+{
+    if (!scaling.is_object())
+        throw ConfigError{"'rope_scaling' is " + io::describeJson(scaling) + ": it must be null or an object"};
+    const std::string type = ropeType(scaling, "rope_scaling");
+    RopeScaling r;
+    if (type == "default")
+        return r;
+    const Keys inner(scaling);
+    if (type == "linear") {
+        r.kind = RopeScaling::Kind::Linear;
+        r.factor = Keys::numberValue(inner.find("factor") ? *inner.find("factor") : json(), "'rope_scaling.factor'", 0.0, 1e6);
+        return r;
+    }
+    if (type == "llama3") {
+        r.kind = RopeScaling::Kind::Llama3;
+        auto number = [&](const char* key, double lo, double hi) {
+            const json* v = inner.find(key);
+            return Keys::numberValue(v ? *v : json(), std::string("'rope_scaling.") + key + "'", lo, hi);
+        };
+        r.factor = number("factor", 0.0, 1e6);
+        r.lowFreqFactor = number("low_freq_factor", 0.0, 1e6);
+        r.highFreqFactor = number("high_freq_factor", 0.0, 1e6);
+        if (!(r.highFreqFactor > r.lowFreqFactor))
+            throw ConfigError{"'rope_scaling.high_freq_factor' must exceed 'rope_scaling.low_freq_factor' (llama3 ramps "
+                              "between them)"};
+        r.originalMaxPositions = inner.integer("original_max_position_embeddings", 1, kMaxPositions);
+        return r;
+    }
+    throw ConfigError{"'rope_scaling' of type " + io::quoteName(type)
+                      + " is not implemented (null, 'default', 'linear' or 'llama3')"};
+}
+
 void parseRope(const Keys& keys, ModelConfig& config)
 {
-    if (const json* scaling = keys.find("rope_scaling")) {
-        if (!scaling->is_object())
-            throw ConfigError{"'rope_scaling' is " + io::describeJson(*scaling) + ": it must be null or an object"};
-        const std::string type = ropeType(*scaling, "rope_scaling");
-        if (type != "default")
-            throw ConfigError{"'rope_scaling' of type " + io::quoteName(type)
-                              + " is not implemented (only null or type 'default')"};
-    }
+    if (const json* scaling = keys.find("rope_scaling"))
+        config.ropeScaling = parseRopeScaling(*scaling);
     checkPartialRotary(keys.find("partial_rotary_factor"), "'partial_rotary_factor'");
     std::optional<double> theta;
     if (keys.has("rope_theta"))
@@ -216,17 +233,26 @@ void parseRope(const Keys& keys, ModelConfig& config)
     config.ropeTheta = theta.value_or(10000.0);
 }
 
+/// A norm epsilon the forward can use: in (0, 1] and still positive and normal as float32, the
+/// precision the norms are computed in (1e-50 would be 0 there, and an all-zero row 0/0).
+double normEpsilon(const Keys& keys, std::string_view key, double fallback)
+{
+    const double eps = keys.number(key, 0.0, 1.0, fallback);
+    if (static_cast<float>(eps) < std::numeric_limits<float>::min())
+        throw ConfigError{keyText(key) + " = " + json(eps).dump() + " is 0 or subnormal in float32, the precision the "
+                          "norms are computed in: it must be a number in [1.2e-38, 1]"};
+    return eps;
+}
+
 void parseSlidingWindow(const Keys& keys, ModelConfig& config)
 {
-    // Mistral applies sliding_window whenever it is set; Qwen2 only with use_sliding_window.
-    bool inEffect = config.architecture == Architecture::Mistral;
-    if (config.architecture == Architecture::Qwen2)
-        inEffect = keys.boolean("use_sliding_window", false);
-    if (inEffect && keys.has("sliding_window"))
+    // Mistral applies sliding_window on every layer whenever it is set. Qwen2 applies it only with
+    // use_sliding_window, and then only from layer max_window_layers on: that per-layer form is refused.
+    if (config.architecture == Architecture::Qwen2 && keys.boolean("use_sliding_window", false))
+        throw ConfigError{"'use_sliding_window' is true: Qwen2's sliding window on the layers from "
+                          "'max_window_layers' on is not implemented (released Qwen2 and Qwen2.5 configs set it false)"};
+    if (config.architecture == Architecture::Mistral && keys.has("sliding_window"))
         config.slidingWindow = keys.integer("sliding_window", 1, std::numeric_limits<int>::max());
-    else if (inEffect && config.architecture == Architecture::Qwen2)
-        throw ConfigError{"'use_sliding_window' is true but 'sliding_window' is missing: it must be "
-                          + rangeText(1, std::numeric_limits<int>::max())};
 }
 
 void parseLlamaFamily(const Keys& keys, ModelConfig& config)
@@ -255,7 +281,7 @@ void parseLlamaFamily(const Keys& keys, ModelConfig& config)
     config.intermediate = keys.integer("intermediate_size", 1, kMaxIntermediate);
     config.vocab = keys.integer("vocab_size", 1, kMaxVocab);
     config.maxPositions = keys.integer("max_position_embeddings", 1, kMaxPositions);
-    config.normEps = keys.number("rms_norm_eps", 0.0, 1.0, 1e-6);
+    config.normEps = normEpsilon(keys, "rms_norm_eps", 1e-6);
     const std::string act = keys.string("hidden_act").value_or("silu");
     if (act != "silu" && act != "swish")
         throw ConfigError{"'hidden_act' = " + io::quoteName(act) + " is not implemented (only 'silu', the SwiGLU MLP)"};
@@ -295,7 +321,8 @@ void parseGpt2(const Keys& keys, ModelConfig& config)
         config.intermediate = static_cast<int>(fourD);
     config.vocab = keys.integer("vocab_size", 1, kMaxVocab);
     config.maxPositions = keys.integer("n_positions", 1, kMaxPositions);
-    config.normEps = keys.number("layer_norm_epsilon", 0.0, 1.0, 1e-5);
+    config.normEps = normEpsilon(keys, "layer_norm_epsilon", 1e-5);
+    config.contextKey = "n_positions";
     const std::string act = keys.string("activation_function").value_or("gelu_new");
     if (act != "gelu_new" && act != "gelu_pytorch_tanh")
         throw ConfigError{"'activation_function' = " + io::quoteName(act)
@@ -311,23 +338,48 @@ void parseGpt2(const Keys& keys, ModelConfig& config)
 
 } // namespace
 
-std::string_view architectureName(Architecture architecture)
+std::vector<double> RopeScaling::inverseFrequencies(double theta, int headDim) const
 {
-    switch (architecture) {
-    case Architecture::Llama: return "LlamaForCausalLM";
-    case Architecture::Mistral: return "MistralForCausalLM";
-    case Architecture::Qwen2: return "Qwen2ForCausalLM";
-    case Architecture::Gpt2: return "GPT2LMHeadModel";
+    const int half = headDim / 2;
+    std::vector<double> inv(static_cast<std::size_t>(half));
+    constexpr double kTwoPi = 6.283185307179586;
+    const double lowWavelength = originalMaxPositions / lowFreqFactor;
+    const double highWavelength = originalMaxPositions / highFreqFactor;
+    for (int i = 0; i < half; ++i) {
+        double f = std::pow(theta, -2.0 * i / headDim);
+        switch (kind) {
+        case Kind::None: break;
+        case Kind::Linear: f /= factor; break;
+        case Kind::Factors: f /= static_cast<double>(factors[static_cast<std::size_t>(i)]); break;
+        case Kind::Llama3: {
+            const double wavelength = kTwoPi / f;
+            if (wavelength > lowWavelength) {
+                f /= factor;
+            } else if (wavelength >= highWavelength) {
+                const double smooth = (originalMaxPositions / wavelength - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
+                f = (1.0 - smooth) * f / factor + smooth * f;
+            }
+            break;
+        }
+        }
+        inv[static_cast<std::size_t>(i)] = f;
     }
-    return "unknown";
+    return inv;
 }
 
-int ModelConfig::maxChunkTokens() const
+std::string RopeScaling::describe() const
 {
-    int limit = isGpt2() ? maxPositions : kMaxPositions;
-    if (slidingWindow > 0 && slidingWindow < limit)
-        limit = slidingWindow;
-    return limit;
+    std::ostringstream out;
+    switch (kind) {
+    case Kind::None: return "none";
+    case Kind::Linear: out << "linear x" << factor; break;
+    case Kind::Llama3:
+        out << "llama3 x" << factor << " (low " << lowFreqFactor << ", high " << highFreqFactor << ", original "
+            << originalMaxPositions << ")";
+        break;
+    case Kind::Factors: out << "per-frequency factors (" << factors.size() << ")"; break;
+    }
+    return out.str();
 }
 
 std::int64_t ModelConfig::nonEmbeddingParameters() const
@@ -338,11 +390,11 @@ std::int64_t ModelConfig::nonEmbeddingParameters() const
         perLayer += qkvRows();
     if (outBias)
         perLayer += d;
-    if (isGpt2())
+    if (arch().mlp == MlpKind::GeluTanh)
         perLayer += 2 * d * intermediate + intermediate + d + 4 * d; // c_fc, c_proj (+ biases), two LayerNorms
     else
         perLayer += 3 * d * intermediate + 2 * d; // gate, up, down; two RMSNorm weights
-    const std::int64_t finalNorm = isGpt2() ? 2 * d : d;
+    const std::int64_t finalNorm = arch().norm == NormKind::Layer ? 2 * d : d;
     return perLayer * layers + finalNorm;
 }
 
@@ -375,7 +427,7 @@ Result<ModelConfig> parseHfConfig(std::string_view jsonText, const std::string& 
     try {
         const Keys keys(root);
         config.architecture = architectureOf(keys);
-        if (config.isGpt2())
+        if (config.architecture == Architecture::Gpt2)
             parseGpt2(keys, config);
         else
             parseLlamaFamily(keys, config);

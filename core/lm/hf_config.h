@@ -4,23 +4,14 @@
 #pragma once
 
 #include "core/common/result.h"
+#include "core/lm/architecture.h"
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvlens::lm {
-
-/// The architectures core/lm implements, by their Hugging Face class names.
-enum class Architecture {
-    Llama,   ///< LlamaForCausalLM (model_type "llama")
-    Mistral, ///< MistralForCausalLM ("mistral"): Llama's computation; sliding_window limits the chunk
-    Qwen2,   ///< Qwen2ForCausalLM ("qwen2"): Llama's computation with q/k/v biases
-    Gpt2,    ///< GPT2LMHeadModel ("gpt2"): LayerNorm, learned positions, fused Conv1D c_attn, gelu_new
-};
-
-/// "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel".
-std::string_view architectureName(Architecture architecture);
 
 /// Limits on config sizes: anything larger is refused as absurd before a byte of weights is read.
 inline constexpr int kMaxLayers = 1024;
@@ -33,6 +24,26 @@ inline constexpr int kMaxPositions = 1 << 24;
 inline constexpr double kMaxRopeTheta = 1e12;
 /// config.json is read whole; real ones are a few KiB (id2label maps can make them larger).
 inline constexpr std::uint64_t kMaxConfigBytes = 4ull << 20;
+
+/// Rotary position frequencies: inv_freq_i = theta^(-2i/headDim), then scaled.
+struct RopeScaling {
+    enum class Kind {
+        None,    ///< as is
+        Linear,  ///< inv_freq / factor (positions interpolated: Hugging Face "linear", GGUF rope.scaling.type linear)
+        Llama3,  ///< Llama 3.1's: low frequencies / factor, high ones kept, a smooth ramp between
+        Factors, ///< inv_freq_i / factors[i] (GGUF's rope_freqs tensor, llama.cpp's form of Llama 3.1's scaling)
+    };
+    Kind kind = Kind::None;
+    double factor = 1.0;
+    double lowFreqFactor = 1.0, highFreqFactor = 4.0; ///< Llama3
+    int originalMaxPositions = 8192;                  ///< Llama3: original_max_position_embeddings
+    std::vector<float> factors;                       ///< Factors: one per frequency (headDim / 2)
+    /// inv_freq_i for i < headDim / 2, in double, scaled as `kind` says (Hugging Face's
+    /// _compute_default/linear/llama3_parameters).
+    std::vector<double> inverseFrequencies(double theta, int headDim) const;
+    /// "none", "linear x8", "llama3 x8 (1, 4, 8192)", "factors".
+    std::string describe() const;
+};
 
 /// What the engine needs from config.json. Sizes are validated: every field is in its range,
 /// heads divide hidden (when head_dim is derived), kv heads divide heads.
@@ -52,15 +63,21 @@ struct ModelConfig {
     bool tiedEmbeddings = false;       ///< tie_word_embeddings (Llama family default false; GPT-2 default true)
     bool qkvBias = false;              ///< q/k/v projections have biases (attention_bias; always for Qwen2, GPT-2)
     bool outBias = false;              ///< o_proj / c_proj has a bias (attention_bias; GPT-2)
-    int slidingWindow = 0;             ///< Mistral sliding_window / Qwen2 with use_sliding_window; 0: none
+    RopeScaling ropeScaling;           ///< rope_scaling (null: none)
+    /// Mistral sliding_window / Qwen2 with use_sliding_window; 0: none. Query t attends to keys
+    /// t - slidingWindow < j <= t (Hugging Face's mask).
+    int slidingWindow = 0;
+    /// The key that bounds a chunk's positions, for messages: "max_position_embeddings", GPT-2's
+    /// "n_positions", a GGUF file's "llama.context_length".
+    std::string contextKey = "max_position_embeddings";
 
-    bool isGpt2() const { return architecture == Architecture::Gpt2; }
+    /// The architecture's row of the table (norm, MLP, positions, tensor names).
+    const ArchitectureInfo& arch() const { return architectureInfo(architecture); }
     /// Rows of the fused q|k|v projection: (heads + 2 kvHeads) x headDim.
     int qkvRows() const { return (heads + 2 * kvHeads) * headDim; }
-    /// Longest chunk the engine computes exactly: n_positions for learned positions, the sliding
-    /// window when one is set (attention beyond it is not implemented), else max_position_embeddings
-    /// is only advisory and the limit is kMaxPositions.
-    int maxChunkTokens() const;
+    /// Longest chunk the engine computes: the model's context (maxPositions: n_positions for learned
+    /// positions, max_position_embeddings or a GGUF file's context_length for RoPE models).
+    int maxChunkTokens() const { return maxPositions; }
     /// Parameters outside the embedding and positions tables (the head counts when untied):
     /// projections, MLP, norms, biases, and the output head when untied excluded.
     std::int64_t nonEmbeddingParameters() const;

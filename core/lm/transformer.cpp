@@ -4,6 +4,8 @@
 #include "core/lm/transformer.h"
 
 #include "core/attention/attention.h"
+#include "core/io/ggml_dot.h"
+#include "core/lm/products.h"
 
 #include <algorithm>
 #include <atomic>
@@ -22,154 +24,6 @@ namespace {
 
 using Index = Eigen::Index;
 using ConstRef = Eigen::Ref<const RowMatrixXf>;
-
-/// A fixed set of worker threads for one forward: run(n, fn) calls fn(0..n-1) spread over the
-/// workers and the calling thread and returns when all are done. Created per forward, so
-/// concurrent forwards never share (or wait on) each other's workers.
-class TaskPool {
-public:
-    explicit TaskPool(int threads)
-    {
-        for (int i = 1; i < threads; ++i)
-            m_workers.emplace_back([this] { workerLoop(); });
-    }
-
-    ~TaskPool()
-    {
-        {
-            std::lock_guard lock(m_mutex);
-            m_stop = true;
-        }
-        m_wake.notify_all();
-        for (std::thread& t : m_workers)
-            t.join();
-    }
-
-    TaskPool(const TaskPool&) = delete;
-    TaskPool& operator=(const TaskPool&) = delete;
-
-    int size() const { return static_cast<int>(m_workers.size()) + 1; }
-
-    /// fn(i) for i in [0, tasks); rethrows the first exception a task threw.
-    void run(int tasks, const std::function<void(int)>& fn)
-    {
-        if (tasks <= 0)
-            return;
-        if (tasks == 1 || m_workers.empty()) {
-            for (int i = 0; i < tasks; ++i)
-                fn(i);
-            return;
-        }
-        {
-            std::lock_guard lock(m_mutex);
-            m_fn = &fn;
-            m_tasks = tasks;
-            m_next.store(0);
-            m_active = static_cast<int>(m_workers.size());
-            m_error = nullptr;
-            ++m_generation;
-        }
-        m_wake.notify_all();
-        drain();
-        std::unique_lock lock(m_mutex);
-        m_done.wait(lock, [this] { return m_active == 0; });
-        m_fn = nullptr;
-        if (m_error)
-            std::rethrow_exception(std::exchange(m_error, nullptr));
-    }
-
-private:
-    void drain()
-    {
-        for (int i = m_next.fetch_add(1); i < m_tasks; i = m_next.fetch_add(1)) {
-            try {
-                (*m_fn)(i);
-            } catch (...) {
-                std::lock_guard lock(m_mutex);
-                if (!m_error)
-                    m_error = std::current_exception();
-            }
-        }
-    }
-
-    void workerLoop()
-    {
-        std::uint64_t seen = 0;
-        for (;;) {
-            {
-                std::unique_lock lock(m_mutex);
-                m_wake.wait(lock, [&] { return m_stop || m_generation != seen; });
-                if (m_stop)
-                    return;
-                seen = m_generation;
-            }
-            drain();
-            std::lock_guard lock(m_mutex);
-            if (--m_active == 0)
-                m_done.notify_one();
-        }
-    }
-
-    std::vector<std::thread> m_workers;
-    std::mutex m_mutex;
-    std::condition_variable m_wake, m_done;
-    const std::function<void(int)>* m_fn = nullptr;
-    int m_tasks = 0;
-    std::atomic<int> m_next{0};
-    int m_active = 0;
-    std::uint64_t m_generation = 0;
-    bool m_stop = false;
-    std::exception_ptr m_error;
-};
-
-/// fn(begin, end) over [0, n) cut into about one range per worker.
-void forRanges(TaskPool& pool, Index n, const std::function<void(Index, Index)>& fn)
-{
-    const Index parts = std::min<Index>(pool.size(), std::max<Index>(1, n));
-    const Index step = (n + parts - 1) / parts;
-    pool.run(static_cast<int>(parts), [&](int i) {
-        const Index begin = i * step, end = std::min(n, begin + step);
-        if (begin < end)
-            fn(begin, end);
-    });
-}
-
-/// out = a w^T (+ bias): a [m x k], w [n x k] (nn.Linear layout), out [m x n]. Split by output
-/// columns (each worker multiplies by its own rows of w) unless the output is too narrow, then by
-/// rows of a. Eigen's own threading is off; it collapses on these tall-skinny shapes anyway.
-void matmulT(TaskPool& pool, const ConstRef& a, const RowMatrixXf& w, const RowVectorXf& bias, RowMatrixXf& out)
-{
-    const Index m = a.rows(), n = w.rows();
-    out.resize(m, n);
-    const int p = pool.size();
-    const double flops = 2.0 * double(m) * double(n) * double(a.cols());
-    const auto columns = [&](Index c0, Index nc) {
-        auto block = out.middleCols(c0, nc);
-        block.noalias() = a * w.middleRows(c0, nc).transpose();
-        if (bias.size())
-            block.rowwise() += bias.segment(c0, nc);
-    };
-    if (p == 1 || flops < 4e6) {
-        columns(0, n);
-        return;
-    }
-    if (n >= 64 * Index(p)) {
-        // Column ranges rounded to 16 so every worker's block starts on a cache line.
-        const Index chunk = ((n + p - 1) / p + 15) / 16 * 16;
-        const int tasks = static_cast<int>((n + chunk - 1) / chunk);
-        pool.run(tasks, [&](int i) {
-            const Index c0 = Index(i) * chunk;
-            columns(c0, std::min(chunk, n - c0));
-        });
-        return;
-    }
-    forRanges(pool, m, [&](Index r0, Index r1) {
-        auto block = out.middleRows(r0, r1 - r0);
-        block.noalias() = a.middleRows(r0, r1 - r0) * w.transpose();
-        if (bias.size())
-            block.rowwise() += bias;
-    });
-}
 
 /// RMSNorm or LayerNorm of each row of x into out (Llama: x / sqrt(mean(x^2) + eps) w;
 /// GPT-2: (x - mean) / sqrt(var + eps) w + b, var the biased variance).
@@ -198,15 +52,17 @@ struct RopeTables {
     RowMatrixXf cos, sin; ///< [T x headDim/2]
 };
 
-/// cos and sin of t inv_freq_i, inv_freq_i = theta^(-2i/headDim), computed in double.
-RopeTables ropeTables(int tokens, int headDim, double theta)
+/// cos and sin of t inv_freq_i, inv_freq_i = theta^(-2i/headDim) scaled as the config's rope
+/// scaling says, computed in double.
+RopeTables ropeTables(int tokens, const ModelConfig& c)
 {
-    const int half = headDim / 2;
+    const std::vector<double> inverse = c.ropeScaling.inverseFrequencies(c.ropeTheta, c.headDim);
+    const int half = c.headDim / 2;
     RopeTables r;
     r.cos.resize(tokens, half);
     r.sin.resize(tokens, half);
     for (int i = 0; i < half; ++i) {
-        const double invFreq = std::pow(theta, -2.0 * i / headDim);
+        const double invFreq = inverse[static_cast<std::size_t>(i)];
         for (int t = 0; t < tokens; ++t) {
             const double angle = double(t) * invFreq;
             r.cos(t, i) = static_cast<float>(std::cos(angle));
@@ -237,13 +93,15 @@ void applyRope(TaskPool& pool, RowMatrixXf& qkv, int heads, int headDim, const R
     });
 }
 
-/// Softmax of row `i` of s over its first n entries; the rest set to 0 (the causal mask).
-void causalSoftmaxRow(RowMatrixXf& s, Index i, Index n)
+/// Softmax of row `i` of s over its entries [lo, n); the rest set to 0 (the causal mask, and the
+/// sliding window's when lo > 0).
+void causalSoftmaxRow(RowMatrixXf& s, Index i, Index lo, Index n)
 {
-    auto row = s.row(i).head(n).array();
+    auto row = s.row(i).segment(lo, n - lo).array();
     const float mx = row.maxCoeff();
     row = (row - mx).exp();
     row /= row.sum();
+    s.row(i).head(lo).setZero();
     s.row(i).tail(s.cols() - n).setZero();
 }
 
@@ -255,7 +113,7 @@ std::string shapeOf(const RowMatrixXf& m)
 /// One forward pass's state.
 class Pass {
 public:
-    Pass(const ModelConfig& c, const ModelWeights& w, const ForwardOptions& o, int threads, int tokens)
+    Pass(const ModelConfig& c, const ModelTensors& w, const ForwardOptions& o, int threads, int tokens)
         : m_c(c), m_w(w), m_o(o), m_pool(threads), m_t(tokens)
     {
     }
@@ -269,8 +127,8 @@ public:
         } else {
             embed(tokens, x);
         }
-        if (!m_c.isGpt2())
-            m_rope = ropeTables(m_t, m_c.headDim, m_c.ropeTheta);
+        if (m_c.arch().positions == PositionKind::Rope)
+            m_rope = ropeTables(static_cast<int>(m_t), m_c);
         if (m_o.layerInputs)
             m_o.layerInputs->resize(static_cast<std::size_t>(m_c.layers));
         if (m_o.capture.count > 0)
@@ -288,7 +146,7 @@ public:
         if (m_o.cancelled && m_o.cancelled())
             return Error::cancellation();
         const Index first = m_o.logitsStart;
-        normRows(m_pool, x.bottomRows(m_t - first), m_w.finalNorm, m_w.finalNormBias, m_c.isGpt2(), m_c.normEps, m_h);
+        normRows(m_pool, x.bottomRows(m_t - first), m_w.finalNorm, m_w.finalNormBias, layerNorm(), m_c.normEps, m_h);
         matmulT(m_pool, m_h, m_w.head(), RowVectorXf(), result.logits);
         result.probe = std::move(m_probe);
         result.damage = std::move(m_damage);
@@ -316,16 +174,16 @@ private:
         m_damage = std::move(d);
     }
 
+    /// The first key query t attends to: t - W + 1 with a sliding window of W keys (Mistral), else 0.
+    Index windowStart(Index t) const
+    {
+        return m_c.slidingWindow > 0 ? std::max<Index>(0, t - m_c.slidingWindow + 1) : 0;
+    }
+
     /// Query t reads the cache for keys [0, cacheEnd(t)): those older than the residual window
     /// (j <= t - R) and in a group its codec completed by t (j < G floor((t + 1) / G)); the rest
     /// exact. Keys and values each have their codec's group.
-    Index cacheEnd(Index t, Index group) const
-    {
-        Index end = group > 1 ? group * ((t + 1) / group) : t + 1;
-        if (m_o.residual > 0)
-            end = std::min<Index>(end, t - m_o.residual + 1);
-        return std::max<Index>(end, 0);
-    }
+    Index cacheEnd(Index t, Index group) const { return cachedKeys(t, group, m_o.residual); }
 
     /// The cache-side damage of KV head g of a hooked layer: per key its squared K and V errors (kept
     /// for the oracle's A^2) and energies, then per scored query their sums over what it reads.
@@ -366,13 +224,16 @@ private:
         const std::size_t base = (static_cast<std::size_t>(layer) * d.kvHeads + gi) * d.count;
         for (int i = 0; i < d.count; ++i) {
             const Index t = d.start + i;
-            const auto endK = static_cast<std::size_t>(cacheEnd(t, groupK));
-            const auto endV = static_cast<std::size_t>(cacheEnd(t, groupV));
+            // Sums over the keys the query reads: [lo, t] (its window), the cache's below cacheEnd.
+            const auto lo = static_cast<std::size_t>(windowStart(t));
+            const auto endK = std::max(lo, static_cast<std::size_t>(cacheEnd(t, groupK)));
+            const auto endV = std::max(lo, static_cast<std::size_t>(cacheEnd(t, groupV)));
             const auto all = static_cast<std::size_t>(t + 1);
-            d.relK[base + i] = static_cast<float>(ratio(sumKeyErr[endK], sumKeyEnergy[all]));
-            d.relV[base + i] = static_cast<float>(ratio(sumValueErr[endV], sumValueEnergy[all]));
+            const auto range = [lo](const std::vector<double>& sum, std::size_t end) { return sum[end] - sum[lo]; };
+            d.relK[base + i] = static_cast<float>(ratio(range(sumKeyErr, endK), range(sumKeyEnergy, all)));
+            d.relV[base + i] = static_cast<float>(ratio(range(sumValueErr, endV), range(sumValueEnergy, all)));
             if (moments)
-                d.calibScoreErr[base + i] = static_cast<float>(sumScoreErr[endK] / static_cast<double>(all));
+                d.calibScoreErr[base + i] = static_cast<float>(range(sumScoreErr, endK) / static_cast<double>(all - lo));
         }
     }
 
@@ -388,7 +249,7 @@ private:
         // The exact weights p (float softmax rows) and the exact outputs o = p V as one product.
         RowMatrixXf probs = exact;
         for (Index row = 0; row < rows; ++row)
-            causalSoftmaxRow(probs, row, r0 + i0 + row + 1);
+            causalSoftmaxRow(probs, row, windowStart(r0 + i0 + row), r0 + i0 + row + 1);
         RowMatrixXf o;
         o.noalias() = probs * m_v[g].topRows(exact.cols());
         const Eigen::Map<const Eigen::ArrayXd> valueErr(m_valueErr[g].data(), static_cast<Index>(m_valueErr[g].size()));
@@ -426,24 +287,33 @@ private:
         }
     }
 
-    void embed(std::span<const std::int32_t> tokens, RowMatrixXf& x) const
+    bool layerNorm() const { return m_c.arch().norm == NormKind::Layer; }
+
+    /// Rows of the embedding (dequantized one by one), plus the position table's rows for learned positions.
+    void embed(std::span<const std::int32_t> tokens, RowMatrixXf& x)
     {
         x.resize(m_t, m_c.hidden);
-        for (Index t = 0; t < m_t; ++t) {
-            x.row(t) = m_w.embed.row(tokens[static_cast<std::size_t>(t)]);
-            if (m_c.isGpt2())
-                x.row(t) += m_w.positions.row(t);
-        }
+        const bool learned = m_c.arch().positions == PositionKind::Learned;
+        forRanges(m_pool, m_t, [&](Index r0, Index r1) {
+            RowVectorXf position(learned ? m_c.hidden : 0);
+            for (Index t = r0; t < r1; ++t) {
+                m_w.embed.toFloat(tokens[static_cast<std::size_t>(t)], 1, &x(t, 0));
+                if (learned) {
+                    m_w.positions.toFloat(t, 1, position.data());
+                    x.row(t) += position;
+                }
+            }
+        });
     }
 
     Status decoderLayer(int layer, RowMatrixXf& x, ForwardResult& result)
     {
-        const LayerWeights& lw = m_w.layers[static_cast<std::size_t>(layer)];
-        const bool gpt2 = m_c.isGpt2();
+        const LayerTensors& lw = m_w.layers[static_cast<std::size_t>(layer)];
+        const ArchitectureInfo& arch = m_c.arch();
         // Attention block.
-        normRows(m_pool, x, lw.attnNorm, lw.attnNormBias, gpt2, m_c.normEps, m_h);
+        normRows(m_pool, x, lw.attnNorm, lw.attnNormBias, layerNorm(), m_c.normEps, m_h);
         matmulT(m_pool, m_h, lw.qkv, lw.qkvBias, m_qkv);
-        if (!gpt2)
+        if (arch.positions == PositionKind::Rope)
             applyRope(m_pool, m_qkv, m_c.heads + m_c.kvHeads, m_c.headDim, m_rope);
         if (m_o.capture.count > 0
             && (m_o.capture.layers.empty()
@@ -454,13 +324,13 @@ private:
         matmulT(m_pool, m_attn, lw.out, lw.outBias, m_tmp);
         x += m_tmp;
         // MLP block.
-        normRows(m_pool, x, lw.mlpNorm, lw.mlpNormBias, gpt2, m_c.normEps, m_h);
+        normRows(m_pool, x, lw.mlpNorm, lw.mlpNormBias, layerNorm(), m_c.normEps, m_h);
         matmulT(m_pool, m_h, lw.up, lw.upBias, m_mlp);
         const Index inter = m_c.intermediate;
         m_act.resize(m_t, inter);
         forRanges(m_pool, m_t, [&](Index r0, Index r1) {
             const Index n = r1 - r0;
-            if (gpt2) {
+            if (arch.mlp == MlpKind::GeluTanh) {
                 // gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
                 const auto u = m_mlp.middleRows(r0, n).array();
                 constexpr float kC = 0.7978845608028654f;
@@ -560,11 +430,25 @@ private:
         const bool anyExact = !hooked || residual > 0 || groupK > 1 || groupV > 1;
         const RowMatrixXf& k = anyExact ? m_k[g] : m_kh[g];
         const RowMatrixXf& v = anyExact ? m_v[g] : m_vh[g];
+        // llama.cpp converts each query row to the key type's vec_dot_type (q8_0 for q8_0 keys, ...)
+        // before the product with a quantized K: the scores against cached keys use that query.
+        RowMatrixXf converted;
+        const std::optional<ggml::GgmlType> conversion = hooked ? m_o.cache->queryConversion(layer, static_cast<int>(g)) : std::nullopt;
+        if (conversion) {
+            converted.resize(rows, hd);
+            for (Index i = 0; i < rows; ++i)
+                (void)ggml::convertQueryRow(*conversion, &m_qkv(r0 + i, Index(head) * hd), &converted(i, 0), hd); // the hook's types convert
+        }
+        const Eigen::Ref<const RowMatrixXf> qCache = conversion ? Eigen::Ref<const RowMatrixXf>(converted)
+                                                                : Eigen::Ref<const RowMatrixXf>(q);
 
         // The product straight into s, then the scale: Eigen evaluates (q k^T) * scale into a
         // column-major temporary and copies it with strided reads, a tenth of a small model's time.
         RowMatrixXf s(rows, r1);
-        s.noalias() = q * k.topRows(r1).transpose();
+        if (anyExact)
+            s.noalias() = q * k.topRows(r1).transpose();
+        else
+            s.noalias() = qCache * k.topRows(r1).transpose();
         s *= scale;
         // The damage of the block's queries at or after the damage start: their exact scores now,
         // their cache scores before the softmax.
@@ -592,7 +476,7 @@ private:
         if (anyHat && anyExact) {
             // Mixed: exact scores inside the residual window, the cache's for older keys.
             RowMatrixXf sh(rows, r1);
-            sh.noalias() = q * m_kh[g].topRows(r1).transpose();
+            sh.noalias() = qCache * m_kh[g].topRows(r1).transpose();
             sh *= scale;
             for (Index i = 0; i < rows; ++i) {
                 const Index old = cacheEnd(r0 + i, groupK); // keys [0, old) read the cache
@@ -609,7 +493,7 @@ private:
         if (damageFrom < rows)
             cacheScores = s.bottomRows(rows - damageFrom);
         for (Index i = 0; i < rows; ++i)
-            causalSoftmaxRow(s, i, r0 + i + 1);
+            causalSoftmaxRow(s, i, windowStart(r0 + i), r0 + i + 1);
         auto out = m_attn.block(r0, Index(head) * hd, rows, hd);
         if (anyHat && anyExact) {
             hatProbs = RowMatrixXf::Zero(rows, r1);
@@ -633,6 +517,10 @@ private:
             probe.kvHead = static_cast<int>(g);
             probe.exactScores = std::move(exactRow);
             probe.cacheScores = std::move(cacheRow);
+            // Keys before a sliding window get no weight: a score of -inf, exp(-inf) = 0 in the softmax.
+            const auto outside = static_cast<std::size_t>(windowStart(m_o.probe->position));
+            for (std::size_t j = 0; j < outside; ++j)
+                probe.exactScores[j] = probe.cacheScores[j] = -std::numeric_limits<float>::infinity();
             probe.exactProbs = softmaxVector(probe.exactScores);
             probe.cacheProbs = softmaxVector(probe.cacheScores);
             m_probe = std::move(probe); // exactly one task matches the probe
@@ -640,7 +528,7 @@ private:
     }
 
     const ModelConfig& m_c;
-    const ModelWeights& m_w;
+    const ModelTensors& m_w;
     const ForwardOptions& m_o;
     TaskPool m_pool;
     Index m_t;
@@ -657,16 +545,9 @@ Status checkOptions(const ModelConfig& c, std::span<const std::int32_t> tokens, 
     const auto t = static_cast<std::int64_t>(tokens.size());
     if (t == 0)
         return Error{"tokens", "no tokens: a chunk needs at least one"};
-    if (t > c.maxChunkTokens()) {
-        if (c.slidingWindow > 0 && t > c.slidingWindow)
-            return Error{c.source, "'sliding_window' = " + std::to_string(c.slidingWindow) + ": a chunk of "
-                                       + std::to_string(t) + " tokens would need sliding-window attention, which is "
-                                         "not implemented (use chunks of at most "
-                                       + std::to_string(c.slidingWindow) + " tokens)"};
-        return Error{c.source, "'" + std::string(c.isGpt2() ? "n_positions" : "max_position_embeddings") + "' = "
-                                   + std::to_string(c.maxChunkTokens()) + ": a chunk of " + std::to_string(t)
-                                   + " tokens needs positions beyond it"};
-    }
+    if (t > c.maxChunkTokens())
+        return Error{c.source, "'" + c.contextKey + "' = " + std::to_string(c.maxChunkTokens()) + ": a chunk of "
+                                   + std::to_string(t) + " tokens needs positions beyond it"};
     for (std::size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] < 0 || tokens[i] >= c.vocab)
             return Error{"tokens[" + std::to_string(i) + "]", "id " + std::to_string(tokens[i])
@@ -731,8 +612,8 @@ Status checkOptions(const ModelConfig& c, std::span<const std::int32_t> tokens, 
 
 } // namespace
 
-Transformer::Transformer(ModelConfig config, ModelWeights weights, int threads)
-    : m_config(std::move(config)), m_weights(std::move(weights)), m_threads(threads)
+Transformer::Transformer(ModelConfig config, ModelTensors tensors, int threads)
+    : m_config(std::move(config)), m_tensors(std::make_shared<const ModelTensors>(std::move(tensors))), m_threads(threads)
 {
 }
 
@@ -740,28 +621,60 @@ Result<Transformer> Transformer::create(ModelConfig config, ModelWeights weights
 {
     if (auto s = checkWeightShapes(config, weights); !s)
         return s.error();
-    if (threads <= 0)
-        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return Transformer(std::move(config), std::move(weights), threads);
+    return create(std::move(config), tensorsFromDense(weights), threads);
 }
 
-Result<Transformer> Transformer::load(const std::string& dir, const LoadOptions& options)
+Result<Transformer> Transformer::create(ModelConfig config, ModelTensors tensors, int threads)
 {
-    auto config = loadHfConfig(dir);
+    if (auto s = checkTensorShapes(config, tensors); !s)
+        return s.error();
+    if (threads <= 0)
+        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return Transformer(std::move(config), std::move(tensors), threads);
+}
+
+Result<Transformer> Transformer::load(const std::string& path, const LoadOptions& options)
+{
+    auto config = loadHfConfig(path);
     if (!config)
         return config.error();
-    auto weights = loadWeights(dir, *config, options);
-    if (!weights)
-        return weights.error();
-    return create(std::move(*config), std::move(*weights), options.threads);
+    auto loaded = loadTensors(path, *config, options);
+    if (!loaded)
+        return loaded.error();
+    auto model = create(std::move(*config), std::move(loaded->tensors), options.threads);
+    if (model) {
+        model->m_estimate = loaded->estimate;
+        model->m_notes = loaded->notes;
+    }
+    return model;
+}
+
+std::uint64_t Transformer::dataHash() const
+{
+    std::call_once(m_hash->once, [this] { m_hash->value = hashTensors(*m_tensors); });
+    return m_hash->value;
+}
+
+ModelWeights Transformer::denseWeights() const
+{
+    return denseFromTensors(*m_tensors);
 }
 
 Result<ForwardResult> Transformer::forward(std::span<const std::int32_t> tokens, const ForwardOptions& options) const
 {
     if (auto s = checkOptions(m_config, tokens, options); !s)
         return s.error();
+    if (m_device)
+        return m_device->forward(*this, tokens, options);
+    return forwardOnCpu(tokens, options);
+}
+
+Result<ForwardResult> Transformer::forwardOnCpu(std::span<const std::int32_t> tokens, const ForwardOptions& options) const
+{
+    if (auto s = checkOptions(m_config, tokens, options); !s)
+        return s.error();
     try {
-        Pass pass(m_config, m_weights, options, m_threads, static_cast<int>(tokens.size()));
+        Pass pass(m_config, *m_tensors, options, m_threads, static_cast<int>(tokens.size()));
         return pass.run(tokens);
     } catch (const std::bad_alloc&) {
         return Error{m_config.source, "out of memory in a forward of " + std::to_string(tokens.size()) + " tokens"};

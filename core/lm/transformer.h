@@ -5,17 +5,32 @@
 
 #include "core/common/result.h"
 #include "core/common/types.h"
+#include "core/io/ggml_types.h"
 #include "core/lm/hf_config.h"
 #include "core/lm/weights.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace kvlens::lm {
+
+/// How many keys query t reads from a quantized cache: keys [0, cachedKeys(t, G, R)) come from the
+/// cache, the rest are exact: a key is read from the cache once its codec group of G tokens is
+/// complete (j < G floor((t + 1) / G): a deployed cache encodes a group when its last token arrives)
+/// and, with a residual window R > 0, once it is older than the window (j <= t - R).
+inline std::int64_t cachedKeys(std::int64_t t, std::int64_t group, std::int64_t residual)
+{
+    std::int64_t end = group > 1 ? group * ((t + 1) / group) : t + 1;
+    if (residual > 0 && t - residual + 1 < end)
+        end = t - residual + 1;
+    return end > 0 ? end : 0;
+}
 
 /// What a quantized KV cache does to the keys (after RoPE) and values one layer writes.
 class KvCacheHook {
@@ -38,6 +53,15 @@ public:
         (void)layer;
         (void)keys;
         return 1;
+    }
+    /// The type a query is converted to before its product with the cached keys of (`layer`, `kvHead`), as llama.cpp
+    /// does for its cache types (the key type's vec_dot_type: q8_0 for q8_0, q4_0, q5_0 and iq4_nl
+    /// keys, q8_1 for q4_1 and q5_1, f16 for f16; ggml::convertQueryRow); nullopt: the float32 query.
+    virtual std::optional<ggml::GgmlType> queryConversion(int layer, int kvHead) const
+    {
+        (void)layer;
+        (void)kvHead;
+        return std::nullopt;
     }
 };
 
@@ -140,7 +164,22 @@ struct ForwardResult {
     std::optional<AttentionDamage> damage; ///< when requested
 };
 
-/// A decoder-only transformer (Llama, Mistral, Qwen2, GPT-2) held as float32 weights.
+class Transformer;
+
+/// A forward pass computed elsewhere than on the CPU (gpu/'s OpenCL forward implements it): the same
+/// ForwardResult as the CPU pass, to the tolerance its tests state. Core holds only this interface.
+class ForwardDevice {
+public:
+    virtual ~ForwardDevice() = default;
+    /// The pass of `model` over `tokens`; `options` were checked by Transformer::forward.
+    virtual Result<ForwardResult> forward(const Transformer& model, std::span<const std::int32_t> tokens,
+                                          const ForwardOptions& options) const = 0;
+    /// What runs where, for the run's files and status line ("OpenCL: NVIDIA H200; products on the
+    /// device, the codecs of ... on the CPU").
+    virtual std::string label() const = 0;
+};
+
+/// A decoder-only transformer (Llama, Mistral, Qwen2, GPT-2) over weights in their stored types.
 ///
 /// A chunk of T tokens at positions 0..T-1 runs in one causal pass: every projection is one matrix
 /// product over all T rows, split by output columns over the worker threads (Eigen itself is
@@ -155,14 +194,31 @@ struct ForwardResult {
 /// (each call has its own workers, `threads` of them).
 class Transformer {
 public:
-    /// Validates the weights against the config (checkWeightShapes). threads <= 0: hardware_concurrency.
+    /// A hand-built float32 model: validates the weights against the config (checkWeightShapes).
+    /// threads <= 0: hardware_concurrency.
     static Result<Transformer> create(ModelConfig config, ModelWeights weights, int threads = 0);
-    /// loadHfConfig(dir), loadWeights(dir, config, options), create(..., options.threads).
-    static Result<Transformer> load(const std::string& dir, const LoadOptions& options = {});
+    /// A model over stored tensors (checkTensorShapes).
+    static Result<Transformer> create(ModelConfig config, ModelTensors tensors, int threads = 0);
+    /// A Hugging Face folder: loadHfConfig(dir), loadTensors(dir, config, options) (memory-mapped,
+    /// stored types), create(..., options.threads).
+    static Result<Transformer> load(const std::string& path, const LoadOptions& options = {});
 
     const ModelConfig& config() const { return m_config; }
-    const ModelWeights& weights() const { return m_weights; }
+    const ModelTensors& tensors() const { return *m_tensors; }
+    /// Every weight dequantized to float32 (small models and tests).
+    ModelWeights denseWeights() const;
     int threads() const { return m_threads; }
+    /// What load() estimated and checked (zero for a created model).
+    const MemoryEstimate& memoryEstimate() const { return m_estimate; }
+    /// What load() noticed (tensors the forward does not read).
+    const LoadNotes& loadNotes() const { return m_notes; }
+    /// hashTensors of the weights, computed on the first call (it reads every weight) and kept;
+    /// thread-safe. Shards and reused runs of an evaluation must agree on it.
+    std::uint64_t dataHash() const;
+    /// Runs every later forward on `device` (null: the CPU again). The device keeps what it uploaded.
+    /// Copies of the Transformer share the device.
+    void setDevice(std::shared_ptr<const ForwardDevice> device) { m_device = std::move(device); }
+    const ForwardDevice* device() const { return m_device.get(); }
 
     /// Logits of `tokens` (ids in [0, vocab)) as one chunk at positions 0..T-1. Refused naming the
     /// field: no tokens, an id out of range ('tokens[i]'), a chunk longer than maxChunkTokens()
@@ -171,13 +227,24 @@ public:
     /// the wrong shape or a non-finite value (naming layer, KV head and row), cancellation
     /// (Error::cancellation()), and memory exhaustion.
     Result<ForwardResult> forward(std::span<const std::int32_t> tokens, const ForwardOptions& options = {}) const;
+    /// The same pass on the CPU whatever device is set (a device falls back to it for what it does
+    /// not compute itself).
+    Result<ForwardResult> forwardOnCpu(std::span<const std::int32_t> tokens, const ForwardOptions& options = {}) const;
 
 private:
-    Transformer(ModelConfig config, ModelWeights weights, int threads);
+    Transformer(ModelConfig config, ModelTensors tensors, int threads);
 
     ModelConfig m_config;
-    ModelWeights m_weights;
+    std::shared_ptr<const ModelTensors> m_tensors;
     int m_threads = 1;
+    MemoryEstimate m_estimate;
+    LoadNotes m_notes;
+    struct HashOnce {
+        std::once_flag once;
+        std::uint64_t value = 0;
+    };
+    std::shared_ptr<HashOnce> m_hash = std::make_shared<HashOnce>();
+    std::shared_ptr<const ForwardDevice> m_device;
 };
 
 } // namespace kvlens::lm

@@ -4,7 +4,7 @@
 #include "core/quant/scheme.h"
 
 #include "core/quant/codec_parts.h"
-#include "core/quant/ggml_blocks.h"
+#include "core/io/ggml_types.h"
 
 #include <cassert>
 #include <charconv>
@@ -199,7 +199,7 @@ std::optional<PathConfig> llamaCachePath(std::string_view name)
         p.quantizer = CodecPart("none");
     else if (name == "f16")
         p.quantizer = CodecPart("fp16");
-    else if (quant::ggml::parseGgmlType(name))
+    else if (ggml::parseGgmlType(name))
         p.quantizer = CodecPart("ggml", {{"type", std::string(name)}});
     else
         return std::nullopt;
@@ -208,7 +208,7 @@ std::optional<PathConfig> llamaCachePath(std::string_view name)
 
 std::string llamaCacheTypeNames()
 {
-    return "f32, f16, " + quant::ggml::ggmlTypeNames();
+    return "f32, f16, " + ggml::ggmlTypeNames();
 }
 
 std::optional<SchemeConfig> findScheme(std::string_view name)

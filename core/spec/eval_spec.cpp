@@ -50,8 +50,8 @@ Status checkEvalSpec(const EvalSpec& s, int headDim)
         return outOfRange("residual", 0, s.ctx, s.residual);
     if (s.threads < 0 || s.threads > 1024)
         return outOfRange("threads", 0, 1024, s.threads);
-    if (!(s.memoryLimitMb >= 0.0))
-        return Error{"memory_limit_mb", "must be >= 0 (0 means half of physical memory)"};
+    if (!(s.memoryLimitMb >= 0.0 && s.memoryLimitMb <= L::kMaxMemoryLimitMb))
+        return Error{"memory_limit_mb", "must be a number of MiB in [0, 1073741824] (0: most of physical memory)"};
     if (s.schemes.empty())
         return Error{"schemes", "choose at least one scheme (known: " + schemeNames() + ")"};
     if (s.budgets.empty())

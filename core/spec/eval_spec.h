@@ -47,10 +47,14 @@ struct EvalSpec {
     std::uint64_t firstSeed = 1;     ///< each (layer, KV head) draws its signs and sketches from the seed and its own index
     int seedCount = 1;
     int residual = 0;                ///< R > 0: the R most recent tokens of each query stay exact
+    /// llama.cpp's cache types measured as llama.cpp computes them: each query converted to the key
+    /// type's vec_dot_type before the score product (ggml's CPU path); false keeps queries float32
+    /// (the codec alone). JSON "query_conversion": "ggml" | "none".
+    bool ggmlQueryConversion = true;
     Attribution attribution = Attribution::Layers;
     bool parseSpecialTokens = true;  ///< byte-level BPE: match special tokens in the text
     int threads = 0;                 ///< worker threads of a forward (0: all)
-    double memoryLimitMb = 0.0;      ///< 0: half of physical memory
+    double memoryLimitMb = 0.0;      ///< 0: lm::defaultMemoryLimitMiB() (most of physical memory)
     bool operator==(const EvalSpec&) const = default;
 
     std::uint64_t seed(int index) const { return firstSeed + static_cast<std::uint64_t>(index); }
@@ -65,6 +69,8 @@ struct EvalLimits {
     static constexpr int kMaxChunks = 1 << 20;
     static constexpr int kMaxConfigurations = 4096;
     static constexpr int kMaxSeeds = 1000;
+    /// memory_limit_mb: at most 2^30 MiB (1 PiB), so the limit in bytes never wraps.
+    static constexpr double kMaxMemoryLimitMb = 1073741824.0;
 };
 
 /// Checks every field (ranges, one of text and tokens, schemes valid at every budget for a head

@@ -778,7 +778,8 @@ EvalScheme evalAllocationFromJson(const json& j, const std::string& field, const
 EvalSpec evalFromJson(const json& j, const std::string& baseDirectory)
 {
     checkKeys(j, "", {"kvlens_eval", "name", "model", "text", "tokens", "ctx", "chunks", "calibration_tokens", "schemes",
-                      "budgets", "seeds", "residual", "attribution", "parse_special", "threads", "memory_limit_mb"});
+                      "budgets", "seeds", "residual", "attribution", "parse_special", "threads", "memory_limit_mb",
+                      "query_conversion"});
     EvalSpec s;
     const int version = getInt(j["kvlens_eval"], "kvlens_eval");
     if (version != 1)
@@ -870,6 +871,13 @@ EvalSpec evalFromJson(const json& j, const std::string& baseDirectory)
         s.threads = getInt(j["threads"], "threads", 0, 1024);
     if (j.contains("memory_limit_mb"))
         s.memoryLimitMb = getNumber(j["memory_limit_mb"], "memory_limit_mb");
+    if (j.contains("query_conversion")) {
+        const std::string q = getString(j["query_conversion"], "query_conversion");
+        if (q != "ggml" && q != "none")
+            throw FieldError{"query_conversion", "must be \"ggml\" (queries converted as llama.cpp converts them for its "
+                                                 "cache types) or \"none\" (float32 queries: the codec alone), got '" + q + "'"};
+        s.ggmlQueryConversion = q == "ggml";
+    }
     return s;
 }
 
@@ -898,23 +906,38 @@ Result<EvalSpec> evalSpecFromJson(std::string_view text, const std::string& base
     }
 }
 
+namespace {
+
+/// `path` made absolute (against the working directory) and normalized, so a written spec runs again
+/// from any folder; empty stays empty.
+std::string absolutePath(const std::string& path)
+{
+    if (path.empty())
+        return path;
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+    return ec ? path : absolute.lexically_normal().string();
+}
+
+} // namespace
+
 std::string evalSpecToJson(const EvalSpec& s, int indent)
 {
     json j;
     j["kvlens_eval"] = 1;
     j["name"] = s.name;
-    j["model"] = s.modelDir;
+    j["model"] = absolutePath(s.modelDir);
     if (!s.textFile.empty())
-        j["text"] = s.textFile;
+        j["text"] = absolutePath(s.textFile);
     if (!s.tokensFile.empty())
-        j["tokens"] = s.tokensFile;
+        j["tokens"] = absolutePath(s.tokensFile);
     j["ctx"] = s.ctx;
     j["chunks"] = s.chunks;
     j["calibration_tokens"] = s.calibrationTokens;
     j["schemes"] = json::array();
     for (const EvalScheme& e : s.schemes) {
         if (!e.origin.empty()) {
-            j["schemes"].push_back(json{{"allocation", e.origin}});
+            j["schemes"].push_back(json{{"allocation", absolutePath(e.origin)}});
         } else if (!e.layers.empty()) {
             json layers = json::array();
             for (const SchemeConfig& l : e.layers)
@@ -931,6 +954,7 @@ std::string evalSpecToJson(const EvalSpec& s, int indent)
     j["parse_special"] = s.parseSpecialTokens;
     j["threads"] = s.threads;
     j["memory_limit_mb"] = s.memoryLimitMb;
+    j["query_conversion"] = s.ggmlQueryConversion ? "ggml" : "none";
     return io::dumpJson(j, indent);
 }
 

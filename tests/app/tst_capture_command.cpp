@@ -76,6 +76,37 @@ private slots:
         QVERIFY2(b.out.contains("model dump: layer 0, query head 5 (K/V head 1 of 2), keys at positions 0..127"),
                  b.out.constData());
         QVERIFY2(b.out.contains("head = 5, layer = 3  K-only"), b.out.constData());
+
+        // Every key the dump wrote itself (layout and provenance) is refused as a --meta key, naming
+        // it, before anything is loaded: a --meta model=... would have replaced the model's description.
+        int refused = 0;
+        for (const QString& key : meta.keys()) {
+            if (key == QStringLiteral("note"))
+                continue; // ours
+            const QString other = dir.filePath(QStringLiteral("other.safetensors"));
+            const auto m = runKvlens({QStringLiteral("capture"), QStringLiteral("--model"), kModel, QStringLiteral("--text"),
+                                      kModel + QStringLiteral("/heldout.txt"), QStringLiteral("--meta"), key + QStringLiteral("=x"),
+                                      QStringLiteral("--out"), other});
+            QCOMPARE(m.exitCode, 2);
+            QVERIFY2(m.err.startsWith("kvlens capture: --meta: key '" + key.toUtf8() + "' is not allowed: the dump writes it itself"),
+                     m.err.constData());
+            QCOMPARE(m.err.count('\n'), 1);
+            QVERIFY(!QFile::exists(other));
+            ++refused;
+        }
+        QVERIFY2(refused >= 13, qPrintable(meta.keys().join(' '))); // 6 layout keys, 7 or 8 of provenance
+    }
+
+    void helpListsTheOptions()
+    {
+        const auto r = runKvlens({QStringLiteral("capture"), QStringLiteral("--help")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.err.isEmpty());
+        QVERIFY2(r.out.startsWith("usage: kvlens capture --model DIR"), r.out.constData());
+        for (const char* option : {"--model DIR", "--text FILE", "--tokens FILE.npy", "--ctx N", "--offset T", "--layers",
+                                   "--dtype f16|f32", "--threads N", "--memory-limit MB", "--no-special", "--meta KEY=VALUE",
+                                   "--quiet", "--out FILE.safetensors", "an integer in [1, 131072]"})
+            QVERIFY2(r.out.contains(option), option);
     }
 
     void badInputIsRefusedAndNothingWritten_data()
@@ -85,8 +116,8 @@ private slots:
         const QString text = kModel + QStringLiteral("/heldout.txt");
         const QStringList base{QStringLiteral("--model"), kModel, QStringLiteral("--text"), text};
         QTest::newRow("unknown argument") << base + QStringList{QStringLiteral("--chunks"), QStringLiteral("2")}
-                                          << QStringLiteral("--chunks: unknown argument of kvlens capture");
-        QTest::newRow("no model") << QStringList{QStringLiteral("--text"), text} << QStringLiteral("--model: kvlens capture needs");
+                                          << QStringLiteral("kvlens capture: --chunks: unknown option (see kvlens capture --help)");
+        QTest::newRow("no model") << QStringList{QStringLiteral("--text"), text} << QStringLiteral("kvlens capture: --model DIR is required");
         QTest::newRow("both inputs") << base + QStringList{QStringLiteral("--tokens"), text}
                                      << QStringLiteral("--text: give exactly one of");
         QTest::newRow("ctx zero") << base + QStringList{QStringLiteral("--ctx"), QStringLiteral("0")}
@@ -112,7 +143,7 @@ private slots:
                                          << QStringLiteral("/nonexistent/model");
         QTest::newRow("given twice") << base + QStringList{QStringLiteral("--ctx"), QStringLiteral("64"), QStringLiteral("--ctx"),
                                                            QStringLiteral("32")}
-                                     << QStringLiteral("--ctx: is given twice");
+                                     << QStringLiteral("--ctx: is given twice; give it once");
     }
     void badInputIsRefusedAndNothingWritten()
     {
@@ -134,7 +165,7 @@ private slots:
         QTest::newRow("not .safetensors") << QStringLiteral("dump.npz") << QStringLiteral("--out: must name a .safetensors file");
         QTest::newRow("missing directory") << QStringLiteral("nowhere/dump.safetensors")
                                            << QStringLiteral("--out: the directory");
-        QTest::newRow("none") << QString() << QStringLiteral("--out: kvlens capture needs --out");
+        QTest::newRow("none") << QString() << QStringLiteral("kvlens capture: --out FILE.safetensors is required");
     }
     void badOutputIsRefusedBeforeAnythingRuns()
     {

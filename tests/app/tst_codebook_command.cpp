@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `kvlens codebook`: printed centroids and MSE, and argument errors.
-#include "app/codebook_command.h"
+#include "app/commands.h"
 
 #include <QTest>
 
 #include <sstream>
 
-using kvlens::app::runCodebookCommand;
+namespace {
+
+/// `kvlens codebook ARGS...` as main reads and runs it (the command table's row, no QApplication).
+int runCodebookCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    return kvlens::app::runCommandLine("codebook", args, out, err);
+}
+
+} // namespace
 
 class TestCodebookCommand : public QObject {
     Q_OBJECT
@@ -45,12 +53,14 @@ private slots:
     {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("mention");
-        QTest::newRow("bits 9") << QStringList{"--bits", "9"} << "--bits must be an integer in [1, 8]";
-        QTest::newRow("bits text") << QStringList{"--bits", "x"} << "--bits";
-        QTest::newRow("law") << QStringList{"--law", "laplace"} << "--law must be beta or gauss";
-        QTest::newRow("dim for beta") << QStringList{"--law", "beta", "--dim", "2"} << "[3, 65536]";
-        QTest::newRow("missing value") << QStringList{"--dim"} << "--dim needs";
-        QTest::newRow("unknown") << QStringList{"--levels", "4"} << "unknown option '--levels'";
+        QTest::newRow("bits 9") << QStringList{"--bits", "9"} << "kvlens codebook: --bits: must be an integer in [1, 8], got '9'";
+        QTest::newRow("bits text") << QStringList{"--bits", "x"} << "--bits: must be an integer in [1, 8], got 'x'";
+        QTest::newRow("law") << QStringList{"--law", "laplace"} << "--law: must be beta or gauss, got 'laplace'";
+        QTest::newRow("dim for beta") << QStringList{"--law", "beta", "--dim", "2"} << "--dim: must be in [3, 65536] for the beta law";
+        QTest::newRow("missing value") << QStringList{"--dim"} << "--dim: needs a value (D)";
+        QTest::newRow("unknown") << QStringList{"--levels", "4"} << "--levels: unknown option (see kvlens codebook --help)";
+        QTest::newRow("given twice") << QStringList{"--bits", "2", "--bits", "3"} << "--bits: is given twice; give it once";
+        QTest::newRow("stray word") << QStringList{"gauss"} << "unexpected argument 'gauss'";
     }
     void badArgumentsNameTheOption()
     {
@@ -62,6 +72,7 @@ private slots:
         std::ostringstream out, err;
         QCOMPARE(runCodebookCommand(words, out, err), 2);
         QVERIFY2(QString::fromStdString(err.str()).contains(mention), err.str().c_str());
+        QCOMPARE(QString::fromStdString(err.str()).count(QLatin1Char('\n')), 1); // one line
         QVERIFY(out.str().empty());
     }
 };

@@ -280,6 +280,51 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.startsWith("kvlens compare: the runs share no configuration"), r.err.constData());
     }
+
+    void namesWhatAFolderThatIsNotARunIs_data()
+    {
+        // Each folder as its writer leaves it (the files that say what it is), and what compare says.
+        QTest::addColumn<QStringList>("files");
+        QTest::addColumn<QByteArray>("what");
+        QTest::newRow("evaluation") << QStringList{QStringLiteral("spec.json={\"kvlens_eval\": 1, \"model\": \"m\"}"),
+                                                   QStringLiteral("eval_summary.csv=scheme,budget"),
+                                                   QStringLiteral("report.txt=r")}
+                                    << QByteArray("an evaluation's output (kvlens eval or --batch EVAL.json), not an experiment run");
+        QTest::newRow("report") << QStringList{QStringLiteral("report.html=<html>"), QStringLiteral("presets/")}
+                                << QByteArray("a --reproduce report, not a run (each of its presets/<preset> folders is one)");
+        QTest::newRow("validation") << QStringList{QStringLiteral("spec.json={}"), QStringLiteral("validation.csv=x")}
+                                    << QByteArray("a --validate output (spec.json and validation.csv), not a run");
+        QTest::newRow("empty") << QStringList{} << QByteArray("an empty folder, not a run");
+        QTest::newRow("foreign") << QStringList{QStringLiteral("notes.txt=mine")}
+                                 << QByteArray("a folder without a KVLens run in it (no manifest.json, no spec.json)");
+    }
+    void namesWhatAFolderThatIsNotARunIs()
+    {
+        QFETCH(QStringList, files);
+        QFETCH(QByteArray, what);
+        const QString folder = path(QStringLiteral("not_a_run_") + QString::fromUtf8(QTest::currentDataTag()));
+        QVERIFY(QDir().mkpath(folder));
+        for (const QString& file : files) {
+            const QString name = file.section(QLatin1Char('='), 0, 0);
+            if (name.endsWith(QLatin1Char('/'))) {
+                QVERIFY(QDir().mkpath(folder + QLatin1Char('/') + name));
+                continue;
+            }
+            QFile f(folder + QLatin1Char('/') + name);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(file.section(QLatin1Char('='), 1).toUtf8());
+        }
+        const QString out = path(QStringLiteral("cmp_not_a_run"));
+        for (const QStringList& dirs : {QStringList{path(QStringLiteral("base")), folder}, QStringList{folder, path(QStringLiteral("base"))}}) {
+            const Run r = compare(dirs + QStringList{QStringLiteral("--out"), out});
+            QCOMPARE(r.exitCode, 2);
+            QCOMPARE(r.err, "kvlens compare: " + folder.toUtf8() + ": " + what
+                                + "; compare takes two finished experiment runs (written by --batch SPEC.json or kvlens merge)\n");
+            QVERIFY(!QFile::exists(out));
+        }
+        const Run missing = compare({path(QStringLiteral("base")), path(QStringLiteral("nowhere")), QStringLiteral("--out"), out});
+        QVERIFY2(missing.err.contains("nowhere: does not exist; compare takes"), missing.err.constData());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCompareCommand)

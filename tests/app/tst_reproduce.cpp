@@ -199,14 +199,14 @@ private slots:
     {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QByteArray>("message");
-        QTest::newRow("no --out") << QStringList{QStringLiteral("--reproduce")} << QByteArray("--reproduce needs --out DIR");
+        QTest::newRow("no --out") << QStringList{QStringLiteral("--reproduce")} << QByteArray("kvlens: --out DIR is required");
         QTest::newRow("scale 0") << QStringList{QStringLiteral("--reproduce"), QStringLiteral("--reproduce-scale"),
                                                 QStringLiteral("0"), QStringLiteral("--out")}
-                                 << QByteArray("--reproduce-scale must be in (0, 1]");
+                                 << QByteArray("kvlens: --reproduce-scale: must be a number in (0, 1], got '0'");
         QTest::newRow("scale not a number")
             << QStringList{QStringLiteral("--reproduce"), QStringLiteral("--reproduce-scale"), QStringLiteral("x"),
                            QStringLiteral("--out")}
-            << QByteArray("--reproduce-scale must be in (0, 1]");
+            << QByteArray("kvlens: --reproduce-scale: must be a number in (0, 1], got 'x'");
     }
     void badOptionsWriteNothing()
     {

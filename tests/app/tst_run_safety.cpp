@@ -212,13 +212,13 @@ private slots:
         QTest::addColumn<QByteArray>("mention");
         const QString d = QStringLiteral("default"), b = QStringLiteral("--batch"), o = QStringLiteral("--out");
         QTest::newRow("empty shard") << QStringList{b, d, QStringLiteral("--shard"), QString(), o, QStringLiteral("x")}
-                                     << QByteArray("--shard needs a value");
+                                     << QByteArray("kvlens: --shard: needs a value (i/n)\n");
         QTest::newRow("extra argument") << QStringList{b, d, QStringLiteral("extra"), o, QStringLiteral("x")}
-                                        << QByteArray("unexpected argument 'extra'");
+                                        << QByteArray("kvlens: unexpected argument 'extra' (options start with --; see kvlens --help)\n");
         QTest::newRow("repeated batch") << QStringList{b, d, b, d, o, QStringLiteral("x")}
-                                        << QByteArray("--batch is given 2 times");
+                                        << QByteArray("kvlens: --batch: is given twice; give it once\n");
         QTest::newRow("repeated out") << QStringList{b, d, o, QStringLiteral("x"), o, QStringLiteral("y")}
-                                      << QByteArray("--out is given 2 times");
+                                      << QByteArray("kvlens: --out: is given twice; give it once\n");
     }
     void commandLineLeavesNothingSilentlyIgnored()
     {

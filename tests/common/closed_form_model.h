@@ -80,39 +80,49 @@ inline Transformer closedFormModel(int threads = 2, int slidingWindow = 0)
     return std::move(*m);
 }
 
+/// The first key query t attends to with a sliding window of `window` keys (0: none): Hugging Face's
+/// mask keeps t - window < j <= t.
+inline int windowStart(int t, int window)
+{
+    return window > 0 ? std::max(0, t - window + 1) : 0;
+}
+
 /// Head 0's attention weights of query t: softmax_j<=t of (a u)^2 / 2 sin(t - j), u = 1 / r0:
 /// rotate-half RoPE turns q = (a u, 0, 0, 0) into (a u cos t, 0, a u sin t, 0) (dimensions 0 and 2
-/// pair, frequency theta^0 = 1) and k = (0, 0, a u, 0) into (-a u sin j, 0, a u cos j, 0).
-inline std::vector<double> closedFormWeights(int t)
+/// pair, frequency theta^0 = 1) and k = (0, 0, a u, 0) into (-a u sin j, 0, a u cos j, 0). Keys
+/// before a sliding window get weight 0.
+inline std::vector<double> closedFormWeights(int t, int window = 0)
 {
     const double u = 1.0 / std::sqrt(0.75 + kEps);
-    std::vector<double> s(static_cast<std::size_t>(t + 1));
+    const int lo = windowStart(t, window);
+    std::vector<double> s(static_cast<std::size_t>(t + 1), 0.0);
     double mx = -1e300, sum = 0.0;
-    for (int j = 0; j <= t; ++j)
+    for (int j = lo; j <= t; ++j)
         mx = std::max(mx, s[std::size_t(j)] = (kA * u) * (kA * u) / 2.0 * std::sin(double(t - j)));
-    for (double& x : s)
-        sum += (x = std::exp(x - mx));
+    for (int j = lo; j <= t; ++j)
+        sum += (s[std::size_t(j)] = std::exp(s[std::size_t(j)] - mx));
     for (double& x : s)
         x /= sum;
     return s;
 }
 
 /// The closed form's logits [T x vocab]: head 1's scores are 0 (its query sits on dimensions 1, 3,
-/// the key on 0, 2), so it averages v_j over j <= t.
-inline RowMatrixXd closedFormLogits(const std::vector<std::int32_t>& tokens)
+/// the key on 0, 2), so it averages v_j over the keys it sees (j <= t, inside the window).
+inline RowMatrixXd closedFormLogits(const std::vector<std::int32_t>& tokens, int window = 0)
 {
     const int T = static_cast<int>(tokens.size());
     const double u = 1.0 / std::sqrt(0.75 + kEps);
     RowMatrixXd out(T, kVocab);
     for (int t = 0; t < T; ++t) {
-        const std::vector<double> p = closedFormWeights(t);
+        const std::vector<double> p = closedFormWeights(t, window);
+        const int lo = windowStart(t, window);
         double h0a = 0, h0b = 0, h1a = 0, h1b = 0;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) {
             const double v0 = std::cos(phi(tokens[std::size_t(j)])) * u, v1 = std::sin(phi(tokens[std::size_t(j)])) * u;
             h0a += p[std::size_t(j)] * v0;
             h0b += p[std::size_t(j)] * v1;
-            h1a += v0 / (t + 1);
-            h1b += v1 / (t + 1);
+            h1a += v0 / (t - lo + 1);
+            h1b += v1 / (t - lo + 1);
         }
         const double k = phi(tokens[std::size_t(t)]);
         const double x[4] = {1.0 + h0a, 1.0 + h0b, std::cos(k) + h1a, std::sin(k) + h1b};

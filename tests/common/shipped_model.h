@@ -19,7 +19,14 @@ inline const std::string& shippedModelDir()
 inline const lm::Transformer& shippedModel()
 {
     static const lm::Transformer m = [] {
-        auto loaded = lm::Transformer::load(shippedModelDir(), lm::LoadOptions{2048, 128, 2, 2});
+        auto loaded = lm::Transformer::load(shippedModelDir(), [] {
+            lm::LoadOptions o;
+            o.memoryLimitMiB = 2048;
+            o.contextTokens = 128;
+            o.forwardsInFlight = 2;
+            o.threads = 2;
+            return o;
+        }());
         if (!loaded)
             qFatal("%s", loaded.error().text().c_str());
         return std::move(loaded).value();

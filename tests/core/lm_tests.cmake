@@ -10,3 +10,4 @@ target_compile_definitions(tst_lm_forward PRIVATE KVLENS_TEST_DATA_DIR="${PROJEC
 kvlens_add_test(tst_next_token_stats SOURCES tst_next_token_stats.cpp LIBS kvlens_core LABELS core)
 kvlens_add_test(tst_capture SOURCES tst_capture.cpp LIBS kvlens_core LABELS core)
 target_compile_definitions(tst_capture PRIVATE KVLENS_MODELS_DIR="${PROJECT_SOURCE_DIR}/resources/models")
+kvlens_add_test(tst_lm_products SOURCES tst_lm_products.cpp LIBS kvlens_core LABELS core)

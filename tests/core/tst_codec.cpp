@@ -6,7 +6,7 @@
 #include "core/spec/allocation.h"
 #include "core/spec/spec_json.h"
 #include "core/quant/codec_parts.h"
-#include "core/quant/ggml_blocks.h"
+#include "core/io/ggml_types.h"
 #include "core/quant/path.h"
 #include "core/quant/scheme.h"
 #include "core/regimes/regime.h"
@@ -156,7 +156,7 @@ private slots:
     void ggmlTypesThroughTheEngineAreGgmlsReference_data()
     {
         QTest::addColumn<QString>("type");
-        for (const auto& t : quant::ggml::kTypes)
+        for (const auto& t : ggml::kTypes)
             QTest::newRow(std::string(t.name).c_str()) << QString::fromUtf8(t.name.data(), static_cast<int>(t.name.size()));
     }
     void ggmlTypesThroughTheEngineAreGgmlsReference()
@@ -177,7 +177,7 @@ private slots:
                 QVERIFY2(std::bit_cast<std::uint32_t>(r.reconstruction.data()[i]) == std::bit_cast<std::uint32_t>(expected.data()[i]),
                          qPrintable(QStringLiteral("%1: value %2 is %3, ggml gives %4")
                                         .arg(type).arg(i).arg(r.reconstruction.data()[i]).arg(expected.data()[i])));
-            const double bits = quant::ggml::traits(*quant::ggml::parseGgmlType(type.toStdString())).bitsPerCoordinate;
+            const double bits = ggml::traits(*ggml::parseGgmlType(type.toStdString())).bitsPerCoordinate;
             QCOMPARE(pathBitsPerCoordinate(plan, 100), bits);
             // The budget does not change a fixed-width type.
             QCOMPARE(pathBitsPerCoordinate(planPath(s.key, 8, d, PathSite::Keys, nullptr, EngineKind::Pcg64, 1), 100), bits);
@@ -197,20 +197,20 @@ private slots:
         auto data = regime->generate(*normalized, shape, EngineKind::Pcg64, 1);
         QVERIFY2(data.ok(), data.ok() ? "" : data.error().text().c_str());
         for (const char* type : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
-            const auto t = *quant::ggml::parseGgmlType(type);
+            const auto t = *ggml::parseGgmlType(type);
             const SchemeConfig s = *findScheme(std::string("K=") + type + ",V=" + type);
             for (const bool keys : {true, false}) {
                 const RowMatrixXf& x = keys ? data->keys : data->values;
                 const PathPlan plan = planPath(keys ? s.key : s.value, 3, 64, keys ? PathSite::Keys : PathSite::Values,
                                                nullptr, EngineKind::Pcg64, 1);
                 const PathResult r = encodePathCpu(plan, x, keys ? &data->queries : nullptr);
-                std::vector<std::uint8_t> bytes(*quant::ggml::rowBytes(t, 64));
+                std::vector<std::uint8_t> bytes(*ggml::rowBytes(t, 64));
                 std::vector<float> row(64), back(64);
                 for (Eigen::Index i = 0; i < x.rows(); ++i) {
                     for (int c = 0; c < 64; ++c)
                         row[static_cast<std::size_t>(c)] = x(i, c);
-                    QVERIFY(quant::ggml::quantizeRow(t, row, bytes));
-                    QVERIFY(quant::ggml::dequantizeRow(t, bytes, back));
+                    QVERIFY(ggml::quantizeRow(t, row, bytes));
+                    QVERIFY(ggml::dequantizeRow(t, bytes, back));
                     for (int c = 0; c < 64; ++c)
                         QCOMPARE(r.reconstruction(i, c), back[static_cast<std::size_t>(c)]);
                 }

@@ -430,7 +430,7 @@ private slots:
         // The shipped model with the attention output of layers 1-3 zeroed: whatever their caches
         // hold, only layer 0's reaches the output. The attribution must put layer 0 first (the others
         // exactly 0) and the advisor, fed the end-to-end curves, must give layer 0 more bits.
-        lm::ModelWeights weights = model().weights();
+        lm::ModelWeights weights = model().denseWeights();
         for (std::size_t l = 1; l < weights.layers.size(); ++l)
             weights.layers[l].out.setZero();
         auto edited = lm::Transformer::create(model().config(), weights, 2);
@@ -528,6 +528,37 @@ private slots:
         QVERIFY2(r.error().field.find("schemes[0].k.residuals[0]") == 0, r.error().field.c_str());
     }
 
+    void aGroupedCodecSaysWhatItReads()
+    {
+        // KIVI encodes keys in per-channel groups of 32 tokens (values per token). At ctx 32 the scored
+        // queries (positions 16..30) never see a complete key group: nothing of the keys is quantized,
+        // and the run is refused naming the scheme, the group and the ctx it needs.
+        auto r = runEval(specFor({"KIVI"}, {2}, 32), model(), heldoutTokens(32 * 3), std::nullopt);
+        QVERIFY(!r.ok());
+        QCOMPARE(r.error().field, std::string("schemes[0]"));
+        QVERIFY2(r.error().message.find("groups of 32 tokens") != std::string::npos, r.error().text().c_str());
+        QVERIFY2(r.error().message.find("ctx 32") != std::string::npos, r.error().text().c_str());
+        // A residual window as long as the chunk's scored part leaves nothing quantized either.
+        EvalSpec windowed = specFor({"KV"}, {2}, 32);
+        windowed.residual = 32;
+        r = runEval(windowed, model(), heldoutTokens(32 * 3), std::nullopt);
+        QVERIFY(!r.ok());
+        QVERIFY2(r.error().message.find("residual window of 32") != std::string::npos, r.error().text().c_str());
+        // At ctx 64, query t (t = 32..62) reads the first 32 keys quantized and the rest (its open
+        // group) exact: the share of cached keys is the mean of 32 / (t + 1); values are row-wise.
+        r = runEval(specFor({"KIVI", "KV"}, {2}, 64), model(), heldoutTokens(64 * 3), std::nullopt);
+        QVERIFY2(r.ok(), r.ok() ? "" : r.error().text().c_str());
+        double expected = 0.0;
+        for (int t = 32; t <= 62; ++t)
+            expected += 32.0 / (t + 1) / 31.0;
+        const ConfigurationResult& kivi = r->configurations[0];
+        KVLENS_COMPARE_REL(kivi.cacheShareK, expected, 1e-12);
+        QCOMPARE(kivi.cacheShareV, 1.0);
+        KVLENS_COMPARE_REL(kivi.bitsSpentK(), expected * kivi.bitsK + (1.0 - expected) * 16.0, 1e-12);
+        QCOMPARE(r->configurations[1].cacheShareK, 1.0); // KV encodes each token when written
+        QVERIFY(kivi.summary.kld.mean > 0.0);
+    }
+
     void filesSayWhatTheyHold()
     {
         EvalSpec spec = specFor({"exact", "KV"}, {2});
@@ -538,7 +569,10 @@ private slots:
         QVERIFY(summary.rfind("# scored: positions ctx/2 .. ctx-2", 0) == 0);
         QVERIFY(summary.find("\nexact,fixed,1,32,32,62,") != std::string::npos);
         const std::string tokens = tokensCsv(*r);
-        QCOMPARE(static_cast<int>(std::count(tokens.begin(), tokens.end(), '\n')), 2 + 2 * 62);
+        // The convention line, the query line, the column header, 62 tokens of each configuration.
+        QCOMPARE(static_cast<int>(std::count(tokens.begin(), tokens.end(), '\n')), 3 + 2 * 62);
+        QVERIFY(tokens.find("\n# queries: converted to the key type's vec_dot_type") != std::string::npos);
+        QVERIFY(summary.find(",f32,1,1,") != std::string::npos); // exact: float32 queries, every key from the cache
         QCOMPARE(escapeTokenText(std::string("a\n\t\\\x01")), std::string("a\\n\\t\\\\\\x01"));
         const std::string layers = layersCsv(*r);
         QVERIFY(layers.find("\nKV,2,1,3,all,both,") != std::string::npos);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // llama.cpp's KV-cache block types: hand-computed blocks, ggml's own output, and error bounds.
 #include "core/common/fp16.h"
-#include "core/quant/ggml_blocks.h"
+#include "core/io/ggml_types.h"
 #include "core/rng/rng.h"
 #include "common/approx.h"
 
@@ -18,7 +18,7 @@
 #include <vector>
 
 using namespace kvlens;
-namespace gq = kvlens::quant::ggml;
+namespace gq = kvlens::ggml;
 
 namespace {
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Hugging Face config.json parsing: the fields each architecture yields, defaults, and every
 // refusal naming the file and the key.
+#include "common/approx.h"
 #include "core/lm/hf_config.h"
 
 #include <QTemporaryDir>
@@ -106,11 +107,8 @@ private slots:
         QVERIFY(!c.outBias);
         QCOMPARE(c.slidingWindow, 0);
 
-        j["use_sliding_window"] = true;
-        j["sliding_window"] = 16;
-        c = parseOk(j);
-        QCOMPARE(c.slidingWindow, 16);
-        QCOMPARE(c.maxChunkTokens(), 16);
+        QCOMPARE(c.contextKey, std::string("max_position_embeddings"));
+        QCOMPARE(c.maxChunkTokens(), c.maxPositions); // the context, whatever the window
 
         json m = llamaConfig();
         m["architectures"] = {"MistralForCausalLM"};
@@ -152,6 +150,51 @@ private slots:
         QCOMPARE(c.flopsPerToken(512), 2.0 * 85056000 + 2.0 * 768 * 50257 + 4.0 * 256 * 12 * 64 * 12);
     }
 
+    void ropeScaling()
+    {
+        // Linear (position interpolation): every frequency divided by the factor.
+        json j = llamaConfig();
+        j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+        ModelConfig c = parseOk(j);
+        QCOMPARE(int(c.ropeScaling.kind), int(RopeScaling::Kind::Linear));
+        std::vector<double> inv = c.ropeScaling.inverseFrequencies(10000.0, 16);
+        QCOMPARE(inv.size(), std::size_t(8));
+        QCOMPARE(inv[0], 0.25);                                  // theta^0 / 4
+        KVLENS_COMPARE_REL(inv[4], std::pow(10000.0, -0.5) / 4.0, 1e-15); // 0.01 / 4
+        // Llama 3.1 (theta 500000, head_dim 128, factor 8, low 1, high 4, original 8192): wavelengths
+        // 2 pi / inv_freq below 8192 / 4 = 2048 keep their frequency, those above 8192 / 1 are divided
+        // by 8, those between follow the ramp s = (8192 / wavelength - 1) / (4 - 1), f' = (1 - s) f / 8 + s f.
+        j["rope_theta"] = 500000.0;
+        j["head_dim"] = 128;
+        j["hidden_size"] = 512;
+        j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                             {"original_max_position_embeddings", 8192}};
+        c = parseOk(j);
+        QCOMPARE(int(c.ropeScaling.kind), int(RopeScaling::Kind::Llama3));
+        inv = c.ropeScaling.inverseFrequencies(500000.0, 128);
+        const double twoPi = 2.0 * std::acos(-1.0);
+        int kept = 0, divided = 0, ramped = 0;
+        for (int i = 0; i < 64; ++i) {
+            const double f = std::pow(500000.0, -2.0 * i / 128.0), wavelength = twoPi / f;
+            double expected = f;
+            if (wavelength > 8192.0) {
+                expected = f / 8.0;
+                ++divided;
+            } else if (wavelength >= 2048.0) {
+                const double s = (8192.0 / wavelength - 1.0) / 3.0;
+                expected = (1.0 - s) * f / 8.0 + s * f;
+                ++ramped;
+            } else {
+                ++kept;
+            }
+            KVLENS_COMPARE_REL(inv[static_cast<std::size_t>(i)], expected, 1e-14);
+        }
+        // The three regimes all occur for these settings (i = 0..28 kept, 29..34 ramped, 35..63 divided).
+        QVERIFY(kept > 20 && ramped > 3 && divided > 20);
+        QCOMPARE(inv[0], 1.0);
+        KVLENS_COMPARE_REL(inv[63], std::pow(500000.0, -126.0 / 128.0) / 8.0, 1e-14);
+    }
+
     void refusals_data()
     {
         QTest::addColumn<QByteArray>("text");
@@ -186,8 +229,14 @@ private slots:
         row("kv above heads", with("num_key_value_heads", 8), "'num_key_value_heads' = 8: it must be an integer in [1, 4]");
         row("head_dim odd", with("head_dim", 15), "head dimension 15 is odd");
         row("head_dim absurd", with("head_dim", 2048), "'head_dim' = 2048");
-        row("rope_scaling linear", with("rope_scaling", json{{"type", "linear"}, {"factor", 2.0}}), "'rope_scaling' of type 'linear'");
-        row("rope_scaling llama3", with("rope_scaling", json{{"rope_type", "llama3"}, {"factor", 8.0}}), "'rope_scaling' of type 'llama3'");
+        row("rope_scaling yarn", with("rope_scaling", json{{"type", "yarn"}, {"factor", 4.0}}), "'rope_scaling' of type 'yarn'");
+        row("rope_scaling dynamic", with("rope_scaling", json{{"rope_type", "dynamic"}, {"factor", 2.0}}), "'rope_scaling' of type 'dynamic'");
+        row("rope_scaling linear no factor", with("rope_scaling", json{{"type", "linear"}}), "'rope_scaling.factor'");
+        row("rope_scaling llama3 missing", with("rope_scaling", json{{"rope_type", "llama3"}, {"factor", 8.0}}),
+            "'rope_scaling.low_freq_factor'");
+        row("rope_scaling llama3 ramp", with("rope_scaling", json{{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0},
+                                                                    {"high_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}}),
+            "'rope_scaling.high_freq_factor' must exceed");
         row("rope_scaling not object", with("rope_scaling", 2.0), "'rope_scaling' is the number 2");
         row("rope_parameters yarn", with("rope_parameters", json{{"rope_type", "yarn"}, {"rope_theta", 1e4}}), "'rope_parameters.rope_type' = 'yarn'");
         row("partial rotary", with("partial_rotary_factor", 0.5), "'partial_rotary_factor' is the number 0.5");
@@ -196,6 +245,9 @@ private slots:
         row("two thetas", with("rope_parameters", json{{"rope_theta", 5e5}}), "'rope_theta' and 'rope_parameters.rope_theta' differ");
         row("theta zero", with("rope_theta", 0), "'rope_theta' = 0");
         row("eps negative", with("rms_norm_eps", -1e-6), "'rms_norm_eps' = -1e-06");
+        // Positive as a double, 0 as the float32 the norms compute in: an all-zero row would be 0/0.
+        row("eps zero in float32", with("rms_norm_eps", 1e-50), "'rms_norm_eps' = 1e-50 is 0 or subnormal in float32");
+        row("eps subnormal in float32", with("rms_norm_eps", 1e-40), "'rms_norm_eps' = 1e-40 is 0 or subnormal");
         row("hidden_act gelu", with("hidden_act", "gelu"), "'hidden_act' = 'gelu' is not implemented");
         row("mlp_bias", with("mlp_bias", true), "'mlp_bias' is true");
         row("tie not boolean", with("tie_word_embeddings", 1), "'tie_word_embeddings' is the number 1");
@@ -209,9 +261,8 @@ private slots:
         row("no architecture at all", noArch, "neither 'architectures' nor 'model_type'");
         json qwen = with("architectures", json{"Qwen2ForCausalLM"});
         qwen["use_sliding_window"] = true;
-        row("qwen2 window without size", qwen, "'use_sliding_window' is true but 'sliding_window' is missing");
-        qwen["sliding_window"] = 0;
-        row("qwen2 window zero", qwen, "'sliding_window' = 0");
+        qwen["sliding_window"] = 4096;
+        row("qwen2 per-layer window", qwen, "'use_sliding_window' is true: Qwen2's sliding window on the layers from 'max_window_layers'");
         json mistral = with("architectures", json{"MistralForCausalLM"});
         mistral["sliding_window"] = -5;
         row("mistral window negative", mistral, "'sliding_window' = -5");
@@ -227,6 +278,7 @@ private slots:
         row("gpt2 unscaled", gpt2With("scale_attn_weights", false), "'scale_attn_weights' is false");
         row("gpt2 layer-scaled", gpt2With("scale_attn_by_inverse_layer_idx", true), "'scale_attn_by_inverse_layer_idx' is true");
         row("gpt2 inner absurd", gpt2With("n_inner", -1), "'n_inner' = -1");
+        row("gpt2 eps zero in float32", gpt2With("layer_norm_epsilon", 1e-46), "'layer_norm_epsilon' = 1e-46 is 0 or subnormal");
         row("not an object", json::array({1, 2}), "not a JSON object");
         QTest::newRow("not JSON") << QByteArray("{\"hidden_size\": ") << QString("models/x/config.json");
         QTest::newRow("duplicate key") << QByteArray("{\"hidden_size\": 64, \"hidden_size\": 65}") << QString("hidden_size");

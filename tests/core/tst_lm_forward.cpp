@@ -192,6 +192,32 @@ private slots:
         }
     }
 
+    void slidingWindowApplied()
+    {
+        // Mistral's window: query t sees keys t - W < j <= t (a window of 4 inside a chunk of 10), in
+        // the output, the probe and the damage measures alike.
+        const std::vector<std::int32_t> tokens = {3, 0, 5, 1, 4, 2, 2, 5, 0, 1};
+        const int window = 4;
+        const RowMatrixXd expected = closedFormLogits(tokens, window);
+        const RowMatrixXd unwindowed = closedFormLogits(tokens);
+        QVERIFY((expected - unwindowed).cwiseAbs().maxCoeff() > 1e-2); // the window matters here
+        for (int threads : {1, 3}) {
+            const Transformer m = closedFormModel(threads, window);
+            const RowMatrixXf got = logitsOf(m, tokens);
+            for (Eigen::Index t = 0; t < got.rows(); ++t)
+                for (Eigen::Index v = 0; v < got.cols(); ++v)
+                    KVLENS_COMPARE_ABS(got(t, v), expected(t, v), 2e-6);
+        }
+        ForwardOptions o;
+        o.probe = ProbeRequest{0, 0, 7};
+        auto r = closedFormModel(2, window).forward(tokens, o);
+        QVERIFY(r && r->probe);
+        const std::vector<double> p = closedFormWeights(7, window);
+        for (std::size_t j = 0; j < p.size(); ++j)
+            KVLENS_COMPARE_ABS(r->probe->exactProbs[j], p[j], 1e-6);
+        QCOMPARE(r->probe->exactProbs[3], 0.0); // 7 - 4 < 3 fails: outside the window
+    }
+
     void closedFormProbeAndCapture()
     {
         const std::vector<std::int32_t> tokens = {3, 0, 5, 1, 4, 2, 2, 5, 0, 1};
@@ -521,7 +547,7 @@ private slots:
         }
         // The state entering layer 0 is the embedding of the tokens (Llama: no positions added).
         for (std::size_t t = 0; t < tokens.size(); ++t)
-            QVERIFY((inputs[0].row(Eigen::Index(t)).array() == m.weights().embed.row(tokens[t]).array()).all());
+            QVERIFY((inputs[0].row(Eigen::Index(t)).array() == m.denseWeights().embed.row(tokens[t]).array()).all());
     }
 
     void logitsStartAndThreads()
@@ -562,7 +588,7 @@ private slots:
         QTest::newRow("token out of range") << 1 << "tokens[3]: id 300 is outside the vocabulary [0, 299]";
         QTest::newRow("negative token") << 2 << "tokens[0]: id -1";
         QTest::newRow("learned positions") << 3 << "/models/gpt2/config.json: 'n_positions' = 64: a chunk of 65 tokens";
-        QTest::newRow("sliding window") << 4 << "closed-form: 'sliding_window' = 8: a chunk of 10 tokens";
+        QTest::newRow("context") << 4 << "closed-form: 'max_position_embeddings' = 64: a chunk of 65 tokens";
         QTest::newRow("residual") << 5 << "residual: must be >= 0";
         QTest::newRow("logitsStart") << 6 << "logitsStart: must be in [0, 31]";
         QTest::newRow("startLayer") << 7 << "startLayer: must be in [0, 2]";
@@ -597,7 +623,7 @@ private slots:
             r = g.forward(std::vector<std::int32_t>(65, 1));
             break;
         }
-        case 4: r = closedFormModel(2, 8).forward(std::vector<std::int32_t>(10, 1)); break;
+        case 4: r = closedFormModel(2, 8).forward(std::vector<std::int32_t>(65, 1)); break;
         case 5: o.residual = -1; break;
         case 6: o.logitsStart = 32; break;
         case 7: o.startLayer = 3; break;

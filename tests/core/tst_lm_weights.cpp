@@ -193,11 +193,14 @@ private slots:
         options.forwardsInFlight = 2;
         auto e = estimateMemory(folder, config, options);
         QVERIFY(e);
-        // Float32 copies of every tensor: 20 + 4 + 16 + 8 + 8 + 16 + 4 + 12 + 12 + 12 + 4 + 20 = 136 floats.
-        QCOMPARE(e->weightBytes, std::uint64_t(136 * 4));
+        // The matrices as stored (F32), mapped: 20 + 16 + 8 + 8 + 16 + 12 + 12 + 12 + 20 = 124 floats.
+        QCOMPARE(e->mappedBytes, std::uint64_t(124 * 4));
+        // The norms widened to float32: 4 + 4 + 4.
+        QCOMPARE(e->residentBytes, std::uint64_t(12 * 4));
         QCOMPARE(e->activationBytes, 2 * forwardBytes(config, 16, 1));
-        // The largest tensors (embed, lm_head: 20 floats) stored as F32: 80 bytes of payload + 80 of copy.
-        QCOMPARE(e->transientBytes, std::uint64_t(160));
+        // One worker converts at most a whole matrix of this size at once: embed or lm_head, 5 x 4 floats.
+        QCOMPARE(e->transientBytes, std::uint64_t(80));
+        QCOMPARE(e->total(), std::uint64_t(124 * 4 + 12 * 4 + 80) + 2 * forwardBytes(config, 16, 1));
     }
 
     void indexRefusals_data()
@@ -263,6 +266,10 @@ private slots:
         QTest::newRow("in no shard") << 13 << "model.safetensors.index.json" << "tensor 'model.norm.weight' is missing";
         QTest::newRow("no weights") << 14 << "" << "no model.safetensors and no model.safetensors.index.json";
         QTest::newRow("bf16 wrong shape") << 15 << "model.safetensors" << "expected shape [5, 4], got [5, 3]";
+        // A checkpoint with a layer more than its config says (or any tensor the architecture does
+        // not read) would evaluate another model: refused naming the first such tensor.
+        QTest::newRow("extra layer") << 16 << "model.safetensors" << "tensor 'model.layers.1.mlp.up_proj.weight' is not used by LlamaForCausalLM: 1 layers";
+        QTest::newRow("undeclared bias") << 17 << "model.safetensors" << "tensor 'model.layers.0.self_attn.q_proj.bias' is not used";
     }
 
     void loadRefusals()
@@ -323,6 +330,10 @@ private slots:
                 s.dtype = "BF16";
             folder = writeTinyFolder(dir, t);
             break;
+        case 16: t.push_back(StTensor{"model.layers.1.mlp.up_proj.weight", {3, 4}, std::vector<float>(12, 0.5f), "F32"});
+            folder = writeTinyFolder(dir, t); break;
+        case 17: t.push_back(StTensor{"model.layers.0.self_attn.q_proj.bias", {4}, std::vector<float>(4, 0.5f), "F32"});
+            folder = writeTinyFolder(dir, t); break;
         }
         const ModelConfig config = tinyConfig(folder + "/config.json");
         auto w = loadWeights(folder, config, options);
@@ -336,6 +347,21 @@ private slots:
             // Both numbers: the need and the limit.
             QVERIFY2(message.contains("the model needs about 1 MiB") || message.contains("needs about"), qPrintable(message));
         }
+    }
+
+    void knownExtrasAreNoted()
+    {
+        // Older Llama checkpoints save a rotary cache per layer: not a weight, accepted and noted.
+        QTemporaryDir dir;
+        std::vector<StTensor> t = tinyTensors();
+        t.push_back(StTensor{"model.layers.0.self_attn.rotary_emb.inv_freq", {1}, {1.0f}, "F32"});
+        const std::string folder = writeTinyFolder(dir, t);
+        auto loaded = loadTensors(folder, tinyConfig(folder + "/config.json"));
+        QVERIFY2(loaded, loaded ? "" : loaded.error().text().c_str());
+        QCOMPARE(loaded->notes.ignoredExtras,
+                 std::string("1 tensor the forward does not read (model.layers.0.self_attn.rotary_emb.inv_freq)"));
+        QCOMPARE(loaded->tensors.storedTypes(), std::string("f32"));
+        QCOMPARE(loaded->tensors.storedBytes(), std::uint64_t(124 * 4));
     }
 
     void shapeCheckOfHandBuiltWeights()

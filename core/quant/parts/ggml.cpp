@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Quantizer ggml: llama.cpp's KV-cache block types (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl), bit for
-// bit as ggml's reference quantizers store them (core/quant/ggml_blocks.h): blocks of 32
+// bit as ggml's reference quantizers store them (core/io/ggml_types.h): blocks of 32
 // consecutive coordinates of a row (along head_dim), an fp16 scale (and minimum) per block. Fixed
 // widths: the budget n does not change them. Schemes: each type on both paths ("q8_0"), and any
 // pair "K=q8_0,V=q4_0" as llama.cpp's -ctk / -ctv set them (findScheme).
 #include "core/quant/part_support.h"
 
 #include "core/common/format.h"
-#include "core/quant/ggml_blocks.h"
+#include "core/io/ggml_types.h"
 
 #include <limits>
 
 namespace kvlens::parts {
 
 namespace {
-
-namespace ggml = quant::ggml;
 
 class GgmlPlan final : public QuantizerPlan {
 public:

@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// ggml's reference block quantizers and dequantizers, rewritten step for step so every rounding matches.
+// The table of ggml's types, and ggml's reference KV-cache block quantizers and dequantizers, rewritten
+// step for step so every rounding matches.
 //
 // Bit-exactness depends on each float operation being rounded on its own, as in ggml's C built
-// without FMA. core/CMakeLists.txt compiles this file with -ffp-contract=off. Under -march=native,
+// without FMA. core/io/io.cmake compiles this file with -ffp-contract=off. Under -march=native,
 // GCC would otherwise fuse x * id + 8.5f and the iq4_nl weighted sums into FMAs. On random Gaussian
 // blocks that changes about one q4_0 block in 700 000, one q5_0 block in 170 000 and one iq4_nl block
 // in 8 000. tests/data/ggml_blocks holds such blocks.
-#include "core/quant/ggml_blocks.h"
+#include "core/io/ggml_types.h"
 
 #include "core/common/fp16.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cfloat>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
-namespace kvlens::quant::ggml {
+namespace kvlens::ggml {
 
 namespace {
 
@@ -327,9 +330,50 @@ Status checkLength(Type type, std::size_t length)
 
 } // namespace
 
+const GgmlTypeTraits* findGgmlType(std::uint32_t id)
+{
+    for (const GgmlTypeTraits& t : kGgmlTypes)
+        if (static_cast<std::uint32_t>(t.type) == id)
+            return &t;
+    return nullptr;
+}
+
+const GgmlTypeTraits& ggmlTraits(GgmlType type)
+{
+    const GgmlTypeTraits* t = findGgmlType(static_cast<std::uint32_t>(type));
+    assert(t && "ggmlTraits: a GgmlType outside the table");
+    return *t;
+}
+
+Result<std::uint64_t> rowBytes(GgmlType type, std::int64_t n)
+{
+    const GgmlTypeTraits& t = ggmlTraits(type);
+    if (n < 0 || n % t.blockSize != 0)
+        return Error{std::string(t.name), "row length " + std::to_string(n) + " is not a multiple of the block size "
+                                              + std::to_string(t.blockSize) + " (0 or more values)"};
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(n) / t.blockSize, std::uint64_t{t.bytesPerBlock}, &bytes)
+        || bytes > static_cast<std::uint64_t>(INT64_MAX))
+        return Error{std::string(t.name), "a row of " + std::to_string(n) + " values takes more than 2^63 - 1 bytes"};
+    return bytes;
+}
+
 const TypeTraits& traits(Type type)
 {
     return kTypes[static_cast<std::size_t>(type)];
+}
+
+GgmlType ggmlType(Type type)
+{
+    switch (type) {
+    case Type::Q8_0: return GgmlType::Q8_0;
+    case Type::Q4_0: return GgmlType::Q4_0;
+    case Type::Q4_1: return GgmlType::Q4_1;
+    case Type::Q5_0: return GgmlType::Q5_0;
+    case Type::Q5_1: return GgmlType::Q5_1;
+    case Type::IQ4_NL: return GgmlType::IQ4_NL;
+    }
+    return GgmlType::Q8_0;
 }
 
 std::string ggmlTypeNames()
@@ -402,4 +446,4 @@ Status dequantizeRow(Type type, std::span<const std::uint8_t> in, std::span<floa
     return Ok{};
 }
 
-} // namespace kvlens::quant::ggml
+} // namespace kvlens::ggml
