@@ -11,7 +11,6 @@
 
 #include <QComboBox>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHeaderView>
@@ -21,7 +20,6 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
 
 #include <algorithm>
@@ -41,6 +39,60 @@ QString widths(const BitAllocation& a)
         if (a.kBits[l] != a.kBits[0] || a.vBits[l] != a.vBits[0])
             return QStringLiteral("mixed");
     return a.kBits.empty() ? QString() : QStringLiteral("K%1/V%2").arg(a.kBits[0]).arg(a.vBits[0]);
+}
+
+/// The advice measured end to end (on a pool thread): the model over its text with the advice, the best
+/// uniform split and the reference configurations of claims::adviceCheckSpec, their mean KLD with 95%
+/// intervals over chunks, and the uniform split's damage over the advice's.
+AdviceMeasurement measureAdvice(const std::string& modelDir, const std::string& textFile, const BitAllocation& advice,
+                                const std::optional<BitAllocation>& uniform, const QString& source, int chunks,
+                                const JobContext<>& job)
+{
+    AdviceMeasurement out;
+    out.advice = advice;
+    out.uniform = uniform;
+    out.source = source;
+    EvalSpec spec = claims::adviceCheckSpec(modelDir, textFile, advice, uniform);
+    if (chunks > 0)
+        spec.chunks = chunks;
+    eval::EvalCallbacks callbacks;
+    callbacks.cancelled = [&job] { return job.cancelled(); };
+    callbacks.progress = [&job](double done, double total, const std::string& stage) {
+        job.progress->set(done, total, stage);
+    };
+    auto r = eval::runEval(spec, callbacks);
+    if (!r) {
+        out.error = QString::fromStdString(r.error().text());
+        return out;
+    }
+    if (r->cancelled) {
+        out.cancelled = true;
+        return out;
+    }
+    constexpr std::uint64_t kSeed = 71; // --reproduce's E5: seed 1 + 70
+    constexpr int kResamples = 400;
+    out.chunks = r->chunksScored;
+    for (std::size_t i = 0; i < r->configurations.size(); ++i) {
+        const eval::ConfigurationResult& c = r->configurations[i];
+        const eval::ChunkInterval k = eval::meanKld(*r, static_cast<int>(i), kSeed, kResamples);
+        AdviceMeasurement::Row row;
+        row.name = QString::fromStdString(c.name) + (c.budget > 0 ? QStringLiteral(" n = %1").arg(c.budget) : QString());
+        row.bits = 0.5 * (c.bitsK + c.bitsV);
+        row.kld = k.value;
+        row.low = k.low;
+        row.high = k.high;
+        out.rows.push_back(row);
+    }
+    out.adviceRow = eval::findConfiguration(*r, "advice", 0);
+    out.uniformRow = eval::findConfiguration(*r, "best uniform split", 0);
+    out.ratio = out.ratioLow = out.ratioHigh = std::numeric_limits<double>::quiet_NaN();
+    if (out.adviceRow >= 0 && out.uniformRow >= 0) {
+        const eval::ChunkInterval ratio = eval::kldRatio(*r, out.uniformRow, out.adviceRow, kSeed, kResamples);
+        out.ratio = ratio.value;
+        out.ratioLow = ratio.low;
+        out.ratioHigh = ratio.high;
+    }
+    return out;
 }
 
 } // namespace
@@ -84,9 +136,7 @@ AdvisorPanel::AdvisorPanel(QWidget* parent) : QWidget(parent)
     m_measured->setVisible(false);
     layout->addWidget(m_measureButton);
     layout->addWidget(m_measured);
-    m_measurePoll = new QTimer(this);
-    m_measurePoll->setInterval(200);
-    connect(m_measurePoll, &QTimer::timeout, this, &AdvisorPanel::pollMeasurement);
+    m_measureJobs.onProgress(200, [this](const JobProgress& progress) { pollMeasurement(progress); });
     connect(m_measureButton, &QPushButton::clicked, this, [this] {
         if (m_measuring)
             cancelMeasurement();
@@ -145,45 +195,34 @@ void AdvisorPanel::setObjective(AdvisorStatistic statistic, AdvisorLoss loss)
 
 void AdvisorPanel::compute()
 {
-    const quint64 id = m_jobs.start();
     if (!m_results) {
-        AdvisorCurves none;
-        none.request = id;
-        accept(none);
+        m_jobs.supersede(); // nothing to compute: whatever runs is stale
+        accept(AdvisorCurves{});
         return;
     }
     AdvisorOptions objective;
     objective.objective = static_cast<AdvisorStatistic>(m_statistic->currentData().toInt());
     objective.loss = static_cast<AdvisorLoss>(m_loss->currentData().toInt());
     auto results = m_results;
-    auto* watcher = new QFutureWatcher<AdvisorCurves>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-        if (m_watcher == watcher)
-            m_watcher = nullptr;
-        accept(watcher->result());
-        watcher->deleteLater();
-    });
-    m_watcher = watcher;
     m_verdict->setText(QStringLiteral("computing the front…"));
-    watcher->setFuture(QtConcurrent::run([id, results, objective] {
-        AdvisorCurves out;
-        out.request = id;
-        auto curves = layerCurves(*results, objective);
-        if (!curves) {
-            out.error = QString::fromStdString(curves.error().text());
+    m_jobs.start(
+        [results, objective](const JobContext<>&) {
+            AdvisorCurves out;
+            auto curves = layerCurves(*results, objective);
+            if (!curves) {
+                out.error = QString::fromStdString(curves.error().text());
+                return out;
+            }
+            out.curves = std::move(*curves);
+            if (!out.curves.empty())
+                out.front = paretoFront(out.curves);
             return out;
-        }
-        out.curves = std::move(*curves);
-        if (!out.curves.empty())
-            out.front = paretoFront(out.curves);
-        return out;
-    }));
+        },
+        [this](const AdvisorCurves& outcome) { accept(outcome); });
 }
 
 void AdvisorPanel::accept(const AdvisorCurves& outcome)
 {
-    if (!m_jobs.accept(outcome.request))
-        return;
     m_error = outcome.error;
     m_curves = outcome.curves;
     m_front = outcome.front;
@@ -373,11 +412,8 @@ void AdvisorPanel::updateMeasureButton()
 
 void AdvisorPanel::discardMeasurement()
 {
-    if (m_measuring)
-        m_measureJobs.cancel();
-    m_measureJobs.start(); // whatever the old job returns is stale now
+    m_measureJobs.supersede(); // whatever the old job returns is stale now
     m_measuring = false;
-    m_measurePoll->stop();
     m_measurement.reset();
     m_measuredAdvice.reset();
     m_measureStatus.clear();
@@ -388,7 +424,6 @@ void AdvisorPanel::measure(int chunks)
 {
     if (!m_advice || m_modelDir.isEmpty() || m_textFile.isEmpty())
         return;
-    const quint64 id = m_measureJobs.start();
     m_measurement.reset();
     m_measuring = true;
     m_measuredAdvice = m_advice;
@@ -396,65 +431,13 @@ void AdvisorPanel::measure(int chunks)
     const BitAllocation advice = *m_advice;
     const std::optional<BitAllocation> uniform = m_uniform;
     const QString source = QStringLiteral("%1 on %2").arg(QFileInfo(m_modelDir).fileName(), QFileInfo(m_textFile).fileName());
-    auto progress = std::make_shared<JobProgress>();
-    m_measureProgress = progress;
-    auto cancel = m_measureJobs.cancelFlag();
-    auto* watcher = new QFutureWatcher<AdviceMeasurement>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-        acceptMeasurement(watcher->result());
-        watcher->deleteLater();
-    });
-    watcher->setFuture(QtConcurrent::run([id, modelDir, textFile, advice, uniform, source, chunks, progress, cancel] {
-        AdviceMeasurement out;
-        out.request = id;
-        out.advice = advice;
-        out.uniform = uniform;
-        out.source = source;
-        EvalSpec spec = claims::adviceCheckSpec(modelDir, textFile, advice, uniform);
-        if (chunks > 0)
-            spec.chunks = chunks;
-        eval::EvalCallbacks callbacks;
-        callbacks.cancelled = [cancel] { return cancel->load(); };
-        callbacks.progress = [progress](double done, double total, const std::string& stage) {
-            progress->set(done, total, stage);
-        };
-        auto r = eval::runEval(spec, callbacks);
-        if (!r) {
-            out.error = QString::fromStdString(r.error().text());
-            return out;
-        }
-        if (r->cancelled) {
-            out.cancelled = true;
-            return out;
-        }
-        constexpr std::uint64_t kSeed = 71; // --reproduce's E5: seed 1 + 70
-        constexpr int kResamples = 400;
-        out.chunks = r->chunksScored;
-        for (std::size_t i = 0; i < r->configurations.size(); ++i) {
-            const eval::ConfigurationResult& c = r->configurations[i];
-            const eval::ChunkInterval k = eval::meanKld(*r, static_cast<int>(i), kSeed, kResamples);
-            AdviceMeasurement::Row row;
-            row.name = QString::fromStdString(c.name) + (c.budget > 0 ? QStringLiteral(" n = %1").arg(c.budget) : QString());
-            row.bits = 0.5 * (c.bitsK + c.bitsV);
-            row.kld = k.value;
-            row.low = k.low;
-            row.high = k.high;
-            out.rows.push_back(row);
-        }
-        out.adviceRow = eval::findConfiguration(*r, "advice", 0);
-        out.uniformRow = eval::findConfiguration(*r, "best uniform split", 0);
-        out.ratio = out.ratioLow = out.ratioHigh = std::numeric_limits<double>::quiet_NaN();
-        if (out.adviceRow >= 0 && out.uniformRow >= 0) {
-            const eval::ChunkInterval ratio = eval::kldRatio(*r, out.uniformRow, out.adviceRow, kSeed, kResamples);
-            out.ratio = ratio.value;
-            out.ratioLow = ratio.low;
-            out.ratioHigh = ratio.high;
-        }
-        return out;
-    }));
+    m_measureJobs.start(
+        [modelDir, textFile, advice, uniform, source, chunks](const JobContext<>& job) {
+            return measureAdvice(modelDir, textFile, advice, uniform, source, chunks, job);
+        },
+        [this](const AdviceMeasurement& m) { acceptMeasurement(m); });
     m_measureClock.start();
     m_measureStatus = QStringLiteral("measuring end to end: loading %1…").arg(source);
-    m_measurePoll->start();
     updateMeasureButton();
 }
 
@@ -467,11 +450,11 @@ void AdvisorPanel::cancelMeasurement()
     updateMeasureButton();
 }
 
-void AdvisorPanel::pollMeasurement()
+void AdvisorPanel::pollMeasurement(const JobProgress& progress)
 {
-    if (!m_measuring || !m_measureProgress)
+    if (!m_measuring)
         return;
-    const JobProgress::Snapshot now = m_measureProgress->snapshot();
+    const JobProgress::Snapshot now = progress.snapshot();
     if (now.total <= 0.0 || m_measureStatus.startsWith(QStringLiteral("cancelling")))
         return;
     const double elapsed = m_measureClock.elapsed() / 1000.0;
@@ -485,10 +468,7 @@ void AdvisorPanel::pollMeasurement()
 
 void AdvisorPanel::acceptMeasurement(const AdviceMeasurement& m)
 {
-    if (!m_measureJobs.accept(m.request))
-        return;
     m_measuring = false;
-    m_measurePoll->stop();
     if (!m.error.isEmpty())
         m_measureStatus = QStringLiteral("The measurement failed: %1").arg(m.error);
     else if (m.cancelled)
@@ -503,13 +483,8 @@ void AdvisorPanel::acceptMeasurement(const AdviceMeasurement& m)
 
 bool AdvisorPanel::waitUntilMeasured(int timeoutMs)
 {
-    QElapsedTimer clock;
-    clock.start();
-    while (m_measuring && clock.elapsed() < timeoutMs) {
-        QEventLoop loop;
-        QTimer::singleShot(20, &loop, &QEventLoop::quit);
-        loop.exec();
-    }
+    if (m_measuring)
+        m_measureJobs.wait(timeoutMs);
     return !m_measuring;
 }
 
@@ -565,14 +540,7 @@ QString AdvisorPanel::measuredDetails() const
 
 bool AdvisorPanel::waitUntilComputed(int timeoutMs)
 {
-    QElapsedTimer clock;
-    clock.start();
-    while (!m_jobs.settled() && clock.elapsed() < timeoutMs) {
-        QEventLoop loop;
-        QTimer::singleShot(20, &loop, &QEventLoop::quit);
-        loop.exec();
-    }
-    return m_jobs.settled();
+    return m_jobs.wait(timeoutMs);
 }
 
 } // namespace kvlens::widgets

@@ -6,10 +6,9 @@
 
 #include "core/analysis/model_lens.h"
 #include "core/spec/result.h"
-#include "widgets/job_tracker.h"
+#include "widgets/background_job.h"
 
 #include <QElapsedTimer>
-#include <QFutureWatcher>
 #include <QWidget>
 
 #include <memory>
@@ -28,7 +27,6 @@ namespace kvlens::widgets {
 
 /// What the panel computes off the GUI thread for one (run, objective): the curves and the front.
 struct AdvisorCurves {
-    quint64 request = 0;
     QString error; ///< the advisor's refusal (a layer without finite curves; no K-only / V-only)
     std::vector<LayerCurves> curves;
     std::vector<BitAllocation> front;
@@ -37,7 +35,6 @@ struct AdvisorCurves {
 /// The advice measured end to end (kvlens eval of claims::adviceCheckSpec: the advice, the best
 /// uniform split, TQ-KV at n = 2 and 3, llama.cpp's K/V pairs), computed off the GUI thread.
 struct AdviceMeasurement {
-    quint64 request = 0;
     QString error;
     bool cancelled = false;
     BitAllocation advice;            ///< the advice that was measured
@@ -109,7 +106,7 @@ private:
     void updateAdvice();
     void drawFront();
     void acceptMeasurement(const AdviceMeasurement& m);
-    void pollMeasurement();
+    void pollMeasurement(const JobProgress& progress);
     void discardMeasurement();
     void updateMeasureButton();
 
@@ -126,19 +123,16 @@ private:
     std::vector<BitAllocation> m_front;
     std::optional<BitAllocation> m_advice, m_uniform;
     QString m_error;
-    JobTracker m_jobs;
-    QFutureWatcher<AdvisorCurves>* m_watcher = nullptr;
+    BackgroundJob<AdvisorCurves> m_jobs{this};
 
     QPushButton* m_measureButton = nullptr;
     QLabel* m_measured = nullptr;
     QString m_modelDir, m_textFile;
-    JobTracker m_measureJobs;
+    BackgroundJob<AdviceMeasurement> m_measureJobs{this};
     bool m_measuring = false;
     std::optional<AdviceMeasurement> m_measurement;
     std::optional<BitAllocation> m_measuredAdvice; ///< the advice being measured or measured
-    std::shared_ptr<JobProgress> m_measureProgress;
     QElapsedTimer m_measureClock;
-    QTimer* m_measurePoll = nullptr;
     QString m_measureStatus; ///< progress, "cancelled", or an error while no measurement is shown
 };
 

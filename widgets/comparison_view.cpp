@@ -2,10 +2,11 @@
 // Comparison view: forest plot + table.
 #include "widgets/comparison_view.h"
 
+#include "widgets/figures/forest_figures.h"
+
 #include <QComboBox>
 #include <QHeaderView>
 #include <QSignalBlocker>
-#include <QSplitter>
 #include <QTableWidget>
 
 #include <algorithm>
@@ -88,15 +89,7 @@ ComparisonView::ComparisonView(QWidget* parent)
     m_proxies->verticalHeader()->setVisible(false);
     m_proxies->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     // Plot above, tables below, user-resizable.
-    m_layout->removeWidget(m_plot);
-    auto* split = new QSplitter(Qt::Vertical, this);
-    split->addWidget(m_plot);
-    split->addWidget(m_table);
-    split->addWidget(m_proxies);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    split->setStretchFactor(2, 1);
-    m_layout->addWidget(split, 1);
+    splitBelowPlot({m_table, m_proxies}, {3, 2, 1});
     setToolTip(viewDescription());
 }
 
@@ -122,14 +115,11 @@ QString ComparisonView::noFigureReason() const
 
 void ComparisonView::redraw()
 {
-    m_plot->resetPlot();
-    m_plot->xAxis->setLabel(QStringLiteral("median KL ratio A/B"));
-    PlotWidget::setLogAxis(m_plot->xAxis);
-    m_plot->yAxis->setLabel(QString());
     if (data().empty() || !data().comparisons) {
         m_table->setRowCount(0);
         m_proxies->setRowCount(0);
-        m_plot->replot();
+        m_rows = 0;
+        showFigure(comparisonFigure(data(), currentPoint(), 0).figure);
         return;
     }
     {
@@ -142,125 +132,9 @@ void ComparisonView::redraw()
         const int at = m_budget->findData(current);
         m_budget->setCurrentIndex(at >= 0 ? at : 0);
     }
-    const int budget = m_budget->currentData().toInt();
-    QVector<double> sigX, sigY, sigLow, sigHigh, nsX, nsY, nsLow, nsHigh, idX, idY, idLow, idHigh;
-    QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
-    int row = 0;
-    QStringList undrawn;
-    // A forest of dozens of rows is unreadable (a model run: 10 pairs x 3 budgets per cell, most of
-    // them identical key paths or V-only's KL of 0). Past kMaxRows, only tested rows are drawn;
-    // a footnote counts the others, which the table and comparisons.csv keep.
-    constexpr int kMaxRows = 14;
-    int candidates = 0;
-    for (const stats::ComparisonRow& c : *data().comparisons)
-        candidates += c.point == currentPoint() && (budget == 0 || c.budget == budget);
-    const bool testedOnly = candidates > kMaxRows;
-    int identicalLeftOut = 0, degenerateLeftOut = 0;
-    for (const stats::ComparisonRow& c : *data().comparisons) {
-        if (c.point != currentPoint() || (budget != 0 && c.budget != budget))
-            continue;
-        if (testedOnly && c.status == stats::ComparisonStatus::Identical) {
-            ++identicalLeftOut;
-            continue;
-        }
-        if (testedOnly && (c.status == stats::ComparisonStatus::Degenerate || !(c.medianKlRatio > 0.0))) {
-            ++degenerateLeftOut;
-            continue;
-        }
-        const double y = -row; // first comparison on top
-        const QString n = c.kind == stats::ComparisonKind::EqualBits ? QStringLiteral("%1/%2").arg(c.budget).arg(c.budgetB)
-                                                                      : QString::number(c.budget);
-        QString label = QStringLiteral("%1 vs %2, n=%3").arg(schemeName(c.schemeA), schemeName(c.schemeB), n);
-        // Not a test: identical pairs sit at 1 as open circles, degenerate ones are named, not drawn.
-        if (c.status == stats::ComparisonStatus::Identical) {
-            labels->addTick(y, label + QStringLiteral(" (identical)"));
-            idX.push_back(1.0);
-            idY.push_back(y);
-            idLow.push_back(0.0);
-            idHigh.push_back(0.0);
-            ++row;
-            continue;
-        }
-        if (c.status == stats::ComparisonStatus::Degenerate || !(c.medianKlRatio > 0.0)) {
-            labels->addTick(y, label + QStringLiteral(" (KL = 0)"));
-            undrawn << label;
-            ++row;
-            continue;
-        }
-        if (c.status == stats::ComparisonStatus::Untestable)
-            label += QStringLiteral(" (1 seed)");
-        labels->addTick(y, label);
-        const bool significant = c.status == stats::ComparisonStatus::Tested && c.pHolm.p < 0.05;
-        (significant ? sigX : nsX).push_back(c.medianKlRatio);
-        (significant ? sigY : nsY).push_back(y);
-        (significant ? sigLow : nsLow).push_back(c.medianKlRatio - std::max(c.ratioLow, c.medianKlRatio * 1e-3));
-        (significant ? sigHigh : nsHigh).push_back(std::max(0.0, c.ratioHigh - c.medianKlRatio));
-        ++row;
-    }
-    m_plot->yAxis->setTicker(labels);
-    m_plot->yAxis->setSubTicks(false);
-    // Rows sit at y = 0, -1, ...: QCustomPlot's solid zero line would run through the first one
-    // like an interval without ends.
-    m_plot->yAxis->grid()->setZeroLinePen(Qt::NoPen);
-    auto add = [&](const QString& name, const QColor& color, QVector<double>& x, QVector<double>& y,
-                   QVector<double>& low, QVector<double>& high) {
-        if (x.isEmpty())
-            return;
-        QCPGraph* g = m_plot->addScatterSeries(name, color, QCPScatterStyle::ssDiamond, 8.0);
-        // Keys are the ratios here, so keep the given order instead of sorting by key.
-        g->data()->clear();
-        for (int i = 0; i < x.size(); ++i)
-            g->addData(x[i], y[i]);
-        auto* bars = new QCPErrorBars(m_plot->xAxis, m_plot->yAxis);
-        bars->removeFromLegend();
-        bars->setDataPlottable(g);
-        bars->setErrorType(QCPErrorBars::etKeyError);
-        // QCPGraph keeps its data sorted by key: reorder the error bars the same way.
-        QVector<int> order(x.size());
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x[a] < x[b]; });
-        QVector<double> lo, hi;
-        for (int i : order) {
-            lo.push_back(low[i]);
-            hi.push_back(high[i]);
-        }
-        bars->setData(lo, hi);
-        bars->setPen(QPen(color, 1.2));
-    };
-    add(QStringLiteral("Holm p < 0.05 (seeds)"), seriesColor(0), sigX, sigY, sigLow, sigHigh);
-    add(QStringLiteral("not significant"), QColor(0x88, 0x88, 0x88), nsX, nsY, nsLow, nsHigh);
-    if (!idX.isEmpty()) {
-        QCPGraph* g = m_plot->addScatterSeries(QStringLiteral("identical KL (not tested)"), QColor(0x55, 0x55, 0x55),
-                                               QCPScatterStyle::ssCircle, 8.0);
-        g->data()->clear();
-        for (int i = 0; i < idX.size(); ++i)
-            g->addData(idX[i], idY[i]);
-    }
-    m_plot->xAxis->rescale();
-    const QCPRange xr = m_plot->xAxis->range();
-    m_plot->xAxis->setRange(std::min(xr.lower, 1.0) / 1.5, std::max(xr.upper, 1.0) * 1.5);
-    m_plot->yAxis->setRange(-row + 0.5, 0.5);
-    PlotWidget::tuneLogAxis(m_plot->xAxis);
-    auto* one = new QCPItemStraightLine(m_plot);
-    one->point1->setCoords(1.0, 0.0);
-    one->point2->setCoords(1.0, 1.0);
-    one->setPen(QPen(Qt::black, 0, Qt::DashLine));
-    m_rows = row;
-    if (row > 0)
-        m_plot->addFootnote(QStringLiteral("bars: 95% intervals resampling seeds; dashed: a ratio of 1"));
-    if (identicalLeftOut + degenerateLeftOut > 0)
-        m_plot->addFootnote(QStringLiteral("%1 rows, so only the tested ones are drawn: %2 identical pairs (the same "
-                                           "key path) and %3 with a KL of 0 are in the table")
-                                .arg(candidates)
-                                .arg(identicalLeftOut)
-                                .arg(degenerateLeftOut));
-    if (!undrawn.isEmpty())
-        m_plot->addFootnote(QStringLiteral("not drawn, the ratio is 0 or undefined (a median KL of 0):\n")
-                            + undrawn.mid(0, 4).join(QStringLiteral("\n"))
-                            + (undrawn.size() > 4 ? QStringLiteral("\nand %1 more (in the table)").arg(undrawn.size() - 4)
-                                                  : QString()));
-    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    ForestFigure forest = comparisonFigure(data(), currentPoint(), m_budget->currentData().toInt());
+    m_rows = forest.rows;
+    showFigure(std::move(forest.figure));
     fillTable();
     fillProxyTable();
 }

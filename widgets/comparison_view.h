@@ -17,7 +17,9 @@ class ComparisonView final : public ResultView {
     Q_OBJECT
 public:
     explicit ComparisonView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("comparisons"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "comparisons";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Comparisons"); }
     QString viewDescription() const override;
     double printAspect(double widthInches) const override;

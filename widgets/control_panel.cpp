@@ -85,8 +85,19 @@ ControlPanel::ControlPanel(QWidget* parent)
     : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(buildRegimeGroup());
+    layout->addWidget(buildSchemeGroup());
+    layout->addWidget(buildRunGroup());
+    layout->addWidget(buildRunBar());
+    layout->addStretch(1);
+    connectControls();
+    m_hidden = defaultSpec();
+    setSpec(m_hidden);
+}
 
-    // Data regime and its parameters.
+/// The data regime and its parameters.
+QGroupBox* ControlPanel::buildRegimeGroup()
+{
     auto* regimeGroup = new QGroupBox(QStringLiteral("Data"), this);
     auto* regimeForm = new QFormLayout(regimeGroup);
     m_regime = new QComboBox(regimeGroup);
@@ -117,9 +128,13 @@ ControlPanel::ControlPanel(QWidget* parent)
     regimeForm->addRow(QStringLiteral("N tokens"), m_tokens);
     regimeForm->addRow(QStringLiteral("Q queries"), m_queries);
     regimeForm->addRow(QStringLiteral("Score scale"), m_scoreScale);
-    layout->addWidget(regimeGroup);
+    return regimeGroup;
+}
 
-    // Schemes and budgets.
+/// The schemes (a filtered list, llama.cpp's K and V cache types) and the budgets.
+QGroupBox* ControlPanel::buildSchemeGroup()
+{
+    using L = SpecLimits;
     auto* schemeGroup = new QGroupBox(QStringLiteral("Schemes"), this);
     auto* schemeLayout = new QVBoxLayout(schemeGroup);
     m_schemes = new QListWidget(schemeGroup);
@@ -136,7 +151,27 @@ ControlPanel::ControlPanel(QWidget* parent)
     connect(m_schemeFilter, &QLineEdit::textChanged, this, &ControlPanel::applySchemeFilter);
     schemeLayout->addWidget(m_schemeFilter);
     schemeLayout->addWidget(m_schemes);
-    // llama.cpp's cache types, separately on K and V (-ctk / -ctv): "K=q8_0,V=q4_0".
+    schemeLayout->addLayout(buildLlamaRow(schemeGroup));
+    auto* budgetRow = new QHBoxLayout;
+    budgetRow->addWidget(new QLabel(QStringLiteral("n ="), schemeGroup));
+    for (int n = L::kMinBudget; n <= L::kMaxBudget; ++n) {
+        auto* box = new QCheckBox(QString::number(n), schemeGroup);
+        box->setToolTip(QStringLiteral("Budget of %1 bits per coordinate (before overheads).").arg(n));
+        m_budgets.push_back(box);
+        budgetRow->addWidget(box);
+        connect(box, &QCheckBox::toggled, this, [this] {
+            refreshSchemeLabels();
+            edited();
+        });
+    }
+    budgetRow->addStretch(1);
+    schemeLayout->addLayout(budgetRow);
+    return schemeGroup;
+}
+
+/// llama.cpp's cache types, separately on K and V (-ctk / -ctv), added as one scheme "K=q8_0,V=q4_0".
+QHBoxLayout* ControlPanel::buildLlamaRow(QWidget* schemeGroup)
+{
     auto* llamaRow = new QHBoxLayout;
     llamaRow->addWidget(new QLabel(QStringLiteral("llama.cpp K"), schemeGroup));
     m_llamaK = new QComboBox(schemeGroup);
@@ -156,44 +191,36 @@ ControlPanel::ControlPanel(QWidget* parent)
     m_addLlama->setToolTip(QStringLiteral("Add the scheme K=<type>,V=<type> to the list, ticked."));
     llamaRow->addWidget(m_addLlama);
     llamaRow->addStretch(1);
-    schemeLayout->addLayout(llamaRow);
-    connect(m_addLlama, &QPushButton::clicked, this, [this] {
-        const std::string name = "K=" + m_llamaK->currentText().toStdString() + ",V=" + m_llamaV->currentText().toStdString();
-        const auto scheme = findScheme(name);
-        if (!scheme)
-            return;
-        int row = -1;
-        for (int r = 0; r < m_schemes->count(); ++r)
-            if (m_schemeConfigs[static_cast<std::size_t>(r)].name == scheme->name)
-                row = r;
-        if (row < 0) {
-            addSchemeItem(*scheme, true);
-            row = m_schemes->count() - 1;
-        } else {
-            m_schemes->item(row)->setCheckState(Qt::Checked);
-        }
-        refreshSchemeLabels();
-        applySchemeFilter();
-        m_schemes->scrollToItem(m_schemes->item(row));
-        edited();
-    });
-    auto* budgetRow = new QHBoxLayout;
-    budgetRow->addWidget(new QLabel(QStringLiteral("n ="), schemeGroup));
-    for (int n = L::kMinBudget; n <= L::kMaxBudget; ++n) {
-        auto* box = new QCheckBox(QString::number(n), schemeGroup);
-        box->setToolTip(QStringLiteral("Budget of %1 bits per coordinate (before overheads).").arg(n));
-        m_budgets.push_back(box);
-        budgetRow->addWidget(box);
-        connect(box, &QCheckBox::toggled, this, [this] {
-            refreshSchemeLabels();
-            edited();
-        });
-    }
-    budgetRow->addStretch(1);
-    schemeLayout->addLayout(budgetRow);
-    layout->addWidget(schemeGroup);
+    connect(m_addLlama, &QPushButton::clicked, this, &ControlPanel::addLlamaScheme);
+    return llamaRow;
+}
 
-    // Seeds, engine, metrics, backend.
+void ControlPanel::addLlamaScheme()
+{
+    const std::string name = "K=" + m_llamaK->currentText().toStdString() + ",V=" + m_llamaV->currentText().toStdString();
+    const auto scheme = findScheme(name);
+    if (!scheme)
+        return;
+    int row = -1;
+    for (int r = 0; r < m_schemes->count(); ++r)
+        if (m_schemeConfigs[static_cast<std::size_t>(r)].name == scheme->name)
+            row = r;
+    if (row < 0) {
+        addSchemeItem(*scheme, true);
+        row = m_schemes->count() - 1;
+    } else {
+        m_schemes->item(row)->setCheckState(Qt::Checked);
+    }
+    refreshSchemeLabels();
+    applySchemeFilter();
+    m_schemes->scrollToItem(m_schemes->item(row));
+    edited();
+}
+
+/// Seeds, engine, metrics, backend.
+QGroupBox* ControlPanel::buildRunGroup()
+{
+    using L = SpecLimits;
     auto* runGroup = new QGroupBox(QStringLiteral("Run"), this);
     auto* runForm = new QFormLayout(runGroup);
     m_firstSeed = new QLineEdit(QString::number(m_seedValue), this);
@@ -212,8 +239,12 @@ ControlPanel::ControlPanel(QWidget* parent)
     runForm->addRow(QStringLiteral("RNG"), m_rng);
     runForm->addRow(QStringLiteral("Top-k"), m_topK);
     runForm->addRow(QStringLiteral("Backend"), m_backend);
-    layout->addWidget(runGroup);
+    return runGroup;
+}
 
+/// Run, Cancel and "Run on change".
+QWidget* ControlPanel::buildRunBar()
+{
     m_runBar = new QWidget(this);
     auto* barLayout = new QVBoxLayout(m_runBar);
     barLayout->setContentsMargins(0, 0, 0, 0);
@@ -232,9 +263,11 @@ ControlPanel::ControlPanel(QWidget* parent)
     buttons->addWidget(m_cancel);
     barLayout->addLayout(buttons);
     barLayout->addWidget(m_autoRun);
-    layout->addWidget(m_runBar);
-    layout->addStretch(1);
+    return m_runBar;
+}
 
+void ControlPanel::connectControls()
+{
     connect(m_run, &QPushButton::clicked, this, &ControlPanel::runRequested);
     connect(m_cancel, &QPushButton::clicked, this, &ControlPanel::cancelRequested);
     connect(m_regime, &QComboBox::currentIndexChanged, this, [this] {
@@ -251,9 +284,6 @@ ControlPanel::ControlPanel(QWidget* parent)
     connect(m_rng, &QComboBox::currentIndexChanged, this, &ControlPanel::edited);
     connect(m_backend, &QComboBox::currentIndexChanged, this, &ControlPanel::edited);
     connect(m_schemes, &QListWidget::itemChanged, this, &ControlPanel::edited);
-
-    m_hidden = defaultSpec();
-    setSpec(m_hidden);
 }
 
 void ControlPanel::edited()

@@ -15,6 +15,8 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QGroupBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -81,6 +83,15 @@ private:
     /// Editors of the parameters a spec sweeps: disabled, "(swept)" after the value and the swept
     /// values in the tooltip; the others as they were.
     void markSwept(const ExperimentSpec& spec);
+    // The constructor's phases, top to bottom, then the signals.
+    QGroupBox* buildRegimeGroup();
+    QGroupBox* buildSchemeGroup();
+    QHBoxLayout* buildLlamaRow(QWidget* schemeGroup);
+    QGroupBox* buildRunGroup();
+    QWidget* buildRunBar();
+    void connectControls();
+    /// Adds (or ticks) the scheme K=<type>,V=<type> of the llama.cpp row.
+    void addLlamaScheme();
     void rebuildParams(const RegimeParams& values);
     void refreshSchemeLabels();
     void addSchemeItem(const SchemeConfig& scheme, bool checked);

@@ -4,6 +4,7 @@
 
 #include "core/eval/eval_result.h"
 #include "widgets/figure_export.h"
+#include "widgets/figures/eval_figures.h"
 #include "widgets/result_view.h"
 
 #include <QByteArray>
@@ -13,32 +14,6 @@
 #include <vector>
 
 namespace kvlens::widgets {
-
-/// The configurations of an evaluation one figure draws: all of them when they fit, else those at
-/// one budget (split into parts when a budget still holds too many), so that a figure compares
-/// schemes at equal bits and stays legible at a single column.
-struct EvalPage {
-    QString suffix;                  ///< of the file stem: "" (the only page), "_n3", "_fixed", "_n3_2"
-    QString title;                   ///< shown above the figure: "" or "n = 3", "fixed width", "n = 3 (2 of 3)"
-    std::vector<int> configurations; ///< indices into EvalResult::configurations, in result order
-};
-
-/// Splits `candidates` (configuration indices, in result order) into pages of at most
-/// `maxPerPage` (>= 1): one page when they fit; else one per budget (fixed-width configurations
-/// together), a budget with more than `maxPerPage` in near-equal parts. No candidates: one empty page.
-std::vector<EvalPage> evalPages(const eval::EvalResult& result, const std::vector<int>& candidates, int maxPerPage);
-
-/// A configuration as a figure names it: "TQ-KV n=3", "exact" (a fixed-width scheme), with
-/// " seed k" when the run has several seeds.
-QString evalConfigurationLabel(const eval::EvalResult& result, int configuration);
-
-/// Order statistics of the per-token KLD of one configuration, by lm::percentileOfSorted (linear
-/// interpolation at position f (n - 1)), and the mean; `zeros` counts tokens at KLD = 0 exactly.
-struct KldQuantiles {
-    double p5 = 0.0, p25 = 0.0, median = 0.0, p75 = 0.0, p95 = 0.0, p99 = 0.0, maximum = 0.0, mean = 0.0;
-    int count = 0, zeros = 0;
-};
-KldQuantiles kldQuantiles(const std::vector<lm::TokenStat>& tokens);
 
 /// Base of the views of an evaluation: fed an EvalResult (and the page of it drawn) instead of a
 /// ViewData; figureResults() is null, so an export writes the eval spec it is given beside the figure.
@@ -62,8 +37,6 @@ public:
 protected:
     /// The page's configurations, or every candidate when the page lists none.
     std::vector<int> shownConfigurations() const;
-    /// The page's title in a row above the figure (nothing when it has none).
-    void addPageTitle();
 
     std::shared_ptr<const eval::EvalResult> m_result;
     EvalPage m_page;
@@ -145,11 +118,6 @@ private:
     double m_floor = 0.0;
     int m_window = 1;
 };
-
-/// The running mean of `values` over a centred window of `window` (odd) values, cut at the edges
-/// of each run of equal `groups` (a chunk): out[i] = mean of values[j], |j - i| <= window / 2,
-/// groups[j] == groups[i].
-std::vector<double> runningMean(const std::vector<double>& values, const std::vector<int>& groups, int window);
 
 /// Exports every figure of an evaluation into `dir` as one set (exportViews: staged, then renamed):
 /// eval_kld, eval_layers and eval_text, each as .pdf/.svg/.png (per `options`) with its data as

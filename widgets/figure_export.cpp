@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace kvlens::widgets {
 
@@ -165,9 +166,12 @@ struct RasterizedClouds {
             l->setVisible(visible);
         plot.layer(cloudLayer)->setVisible(false);
 
-        QSet<QCPAxisRect*> rects;
+        // In the order of the graphs (a QSet of pointers would order the images by heap address,
+        // so two exports of one figure wrote the same images in different orders).
+        std::vector<QCPAxisRect*> rects;
         for (QCPGraph* g : dense)
-            rects.insert(g->keyAxis()->axisRect());
+            if (std::find(rects.begin(), rects.end(), g->keyAxis()->axisRect()) == rects.end())
+                rects.push_back(g->keyAxis()->axisRect());
         const QRect live = plot.viewport();
         plot.setViewport(QRect(0, 0, width, height));
         plot.replot(QCustomPlot::rpImmediateRefresh);

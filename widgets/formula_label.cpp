@@ -28,13 +28,25 @@ QString scriptAt(const QString& s, int& i)
     return s.mid(start, i - start);
 }
 
+/// Whether `_` or `^` at `i` starts a script. A `_` after a digit does not: it is part of a name
+/// (llama.cpp's q8_0, q4_1, iq4_nl), which is set as written, never as "q8₀".
+bool scriptMarkerAt(const QString& s, int i)
+{
+    const QChar c = s[i];
+    if ((c != QLatin1Char('_') && c != QLatin1Char('^')) || i + 1 >= s.size())
+        return false;
+    if (c == QLatin1Char('_') && i > 0 && s[i - 1].isDigit())
+        return false;
+    return s[i + 1].isLetterOrNumber() || s[i + 1] == QLatin1Char('{');
+}
+
 } // namespace
 
 bool isFormula(const QString& label)
 {
     for (int i = 0; i + 1 < label.size(); ++i) {
         const QChar c = label[i], next = label[i + 1];
-        if ((c == QLatin1Char('_') || c == QLatin1Char('^')) && (next.isLetterOrNumber() || next == QLatin1Char('{')))
+        if (scriptMarkerAt(label, i))
             return true;
         if (next == kCombiningHat && c.isLetter())
             return true;
@@ -47,8 +59,7 @@ QString formulaPlainText(const QString& label)
     QString out;
     for (int i = 0; i < label.size();) {
         const QChar c = label[i];
-        if ((c == QLatin1Char('_') || c == QLatin1Char('^')) && i + 1 < label.size()
-            && (label[i + 1].isLetterOrNumber() || label[i + 1] == QLatin1Char('{'))) {
+        if (scriptMarkerAt(label, i)) {
             ++i;
             out += scriptAt(label, i);
         } else {
@@ -83,8 +94,7 @@ FormulaLayout layoutFormula(const QString& label, const QFont& font, double mini
     };
     for (int i = 0; i < label.size();) {
         const QChar c = label[i];
-        const bool marker = (c == QLatin1Char('_') || c == QLatin1Char('^')) && i + 1 < label.size()
-                            && (label[i + 1].isLetterOrNumber() || label[i + 1] == QLatin1Char('{'));
+        const bool marker = scriptMarkerAt(label, i);
         if (marker) {
             flush();
             ++i;

@@ -15,7 +15,9 @@ class KlDistributionView final : public ResultView {
     Q_OBJECT
 public:
     explicit KlDistributionView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("kl_distribution"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "kl_distribution";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("KL distributions"); }
     QString viewDescription() const override;
 

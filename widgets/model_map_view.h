@@ -3,13 +3,13 @@
 #pragma once
 
 #include "core/analysis/eval_analysis.h"
-#include "widgets/job_tracker.h"
+#include "widgets/figures/model_map_figure.h"
+#include "widgets/background_job.h"
 
 #include "widgets/result_view.h"
 
 class QComboBox;
 class QLabel;
-class QCPColorMap;
 
 namespace kvlens::widgets {
 
@@ -23,7 +23,9 @@ class ModelMapView final : public ResultView {
     Q_OBJECT
 public:
     explicit ModelMapView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("model_map"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "model_map";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Model map"); }
     QString viewDescription() const override;
     QString emptyText() const override;
@@ -92,15 +94,17 @@ private:
     bool cellAt(const QPoint& pos, int& layer, int& head) const;
     /// Starts the judgement for the current scheme when its inputs changed.
     void judge();
-    /// Draws the attribution beside the map (same layer axis); returns the points drawn.
-    int drawAttribution(QCPLayoutGrid* row, QCPAxisRect* mapRect, QCPMarginGroup* margins, int budget);
+    /// Lists the run's schemes and budgets in the boxes, keeping the choice.
+    void refreshChoices(const ResultSet& results);
+    /// What the boxes choose, as the figure takes it.
+    ModelMapChoice choice() const;
 
     AdvisorPanel* m_advisor = nullptr;
     QComboBox* m_metric = nullptr;
     QComboBox* m_scheme = nullptr;
     QComboBox* m_versus = nullptr;
     QComboBox* m_budget = nullptr;
-    QCPColorMap* m_map = nullptr;
+    bool m_hasMap = false;
     ViewData m_mapData;           ///< the last run with more than one cell: kept while one cell is studied
     int m_selectedLayer = -1, m_selectedHead = -1;
     int m_layers = 0, m_heads = 0;
@@ -110,7 +114,7 @@ private:
     std::vector<eval::OutputVsAttention> m_rows;
     QString m_judgeKey;     ///< the inputs m_rows (or the job running) belong to
     QString m_judgeNote;    ///< why there is no judgement (empty when there is one or no evaluation)
-    JobTracker m_judgeJobs;
+    BackgroundJob<std::vector<eval::OutputVsAttention>> m_judgeJobs{this};
     int m_attributionPoints = 0;
     bool m_narrowPrint = false;
 };

@@ -6,6 +6,7 @@
 #include "core/eval/eval_files.h"
 #include "core/eval/evaluator.h"
 #include "core/eval/model_input.h"
+#include "core/lm/gguf_model.h"
 #include "core/experiment/runner.h"
 #include "core/spec/eval_spec.h"
 #include "widgets/eval_views.h"
@@ -14,7 +15,6 @@
 #include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QImage>
 #include <QFileDialog>
 #include <QGridLayout>
@@ -35,7 +35,6 @@
 #include <QTableWidget>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <nlohmann/json.hpp>
 
@@ -139,7 +138,11 @@ QColor kldColour(double kld, double floor, double top)
 ShadedTextWidget::ShadedTextWidget(QWidget* parent) : QWidget(parent)
 {
     setMouseTracking(true);
-    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    // QScrollArea asks the size policy, not hasHeightForWidth(), whether the height follows the width:
+    // without the flag it squeezed the whole text into its viewport, and nothing scrolled.
+    QSizePolicy policy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
     setToolTip(QStringLiteral("Each predicted token shaded by the KL divergence of its next-token distribution "
                               "(exact cache against the quantized one); click a token to drill down."));
 }
@@ -151,11 +154,14 @@ void ShadedTextWidget::setRun(const ModelRun& run, int configuration)
     m_floor = 1e-6;
     m_top = 1.0;
     const eval::EvalResult* r = m_run.result.get();
-    if (r && configuration >= 0 && configuration < static_cast<int>(r->configurations.size())) {
+    if (r) {
+        // One scale for every configuration of the run (a scale per configuration drew q8_0's worst
+        // token, 0.04 nats, as red as TQ-KV n = 2's 15): one KLD, one colour, whichever shades the text.
         std::vector<double> v;
-        for (const lm::TokenStat& t : r->configurations[static_cast<std::size_t>(configuration)].tokens)
-            if (t.kld > 0.0 && std::isfinite(t.kld))
-                v.push_back(t.kld);
+        for (const eval::ConfigurationResult& c : r->configurations)
+            for (const lm::TokenStat& t : c.tokens)
+                if (t.kld > 0.0 && std::isfinite(t.kld))
+                    v.push_back(t.kld);
         std::sort(v.begin(), v.end());
         if (!v.empty()) {
             // The scale spans the 5th percentile's decade to the worst token: the bulk stays visible.
@@ -226,8 +232,16 @@ std::vector<ShadedTextWidget::Box> ShadedTextWidget::layout(int width, const QFo
 void ShadedTextWidget::relayout()
 {
     m_boxes = layout(std::max(100, width()), fontMetrics(), legendHeight(), 0, m_run.result ? m_run.result->chunksScored : 0);
+    holdEveryToken();
     updateGeometry();
     update();
+}
+
+void ShadedTextWidget::holdEveryToken()
+{
+    // At least as tall as the text at this width: the scroll area then scrolls over every token
+    // (a resize to a taller minimum reaches the scroll area, which updates its scroll bars).
+    setMinimumHeight(m_boxes.empty() ? 0 : m_boxes.back().rect.bottom() + 4);
 }
 
 int ShadedTextWidget::heightForWidth(int width) const
@@ -244,13 +258,18 @@ QSize ShadedTextWidget::sizeHint() const
 void ShadedTextWidget::resizeEvent(QResizeEvent*)
 {
     m_boxes = layout(std::max(100, width()), fontMetrics(), legendHeight(), 0, m_run.result ? m_run.result->chunksScored : 0);
+    holdEveryToken();
 }
 
 void ShadedTextWidget::paintLegend(QPainter& painter, QRect area) const
 {
     // "KLD (nats)" then a colour bar with the floor, the middle decade and the top labelled.
     const QFontMetrics fm = painter.fontMetrics();
-    const QString label = QStringLiteral("KLD per token, nats (context tokens grey, unscored):");
+    const eval::EvalResult* r = m_run.result.get();
+    const int configurations = r ? static_cast<int>(r->configurations.size()) : 0;
+    const QString label = configurations > 1
+                              ? QStringLiteral("KLD per token, nats, one scale for all %1 configurations (context grey):").arg(configurations)
+                              : QStringLiteral("KLD per token, nats (context tokens grey, unscored):");
     painter.setPen(palette().color(QPalette::WindowText));
     painter.drawText(QPoint(area.left(), area.top() + fm.ascent()), label);
     const int barLeft = area.left() + fm.horizontalAdvance(label) + 8;
@@ -560,12 +579,34 @@ void AttentionStripWidget::paintEvent(QPaintEvent*)
 // ---------------------------------------------------------------------------------------------
 // OutputView
 
-OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_shared<Progress>())
+OutputView::OutputView(QWidget* parent) : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
+    layout->addLayout(buildForm());
+    m_status = new QLabel(this);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_status->setWordWrap(false);
+    // One line, clipped, the whole text in its tooltip: a long status never widens the window.
+    m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    layout->addWidget(m_status);
 
+    auto* split = new QSplitter(Qt::Vertical, this);
+    buildPlots(split);
+    buildTextPane(split);
+    buildDrillPane(split);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 2);
+    split->setSizes({260, 300, 200});
+    layout->addWidget(split, 1);
+    connectControls();
+    updateStatus();
+}
+
+QGridLayout* OutputView::buildForm()
+{
     auto* form = new QGridLayout();
     form->setHorizontalSpacing(6);
     form->setVerticalSpacing(2);
@@ -619,15 +660,11 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     form->addLayout(row, 1, 3, 1, 3);
     form->setColumnStretch(1, 3);
     form->setColumnStretch(4, 3);
-    layout->addLayout(form);
-    m_status = new QLabel(this);
-    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_status->setWordWrap(false);
-    // One line, clipped, the whole text in its tooltip: a long status never widens the window.
-    m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    layout->addWidget(m_status);
+    return form;
+}
 
-    auto* split = new QSplitter(Qt::Vertical, this);
+void OutputView::buildPlots(QSplitter* split)
+{
     auto* topSplit = new QSplitter(Qt::Horizontal, split);
     m_table = new QTableWidget(topSplit);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -644,7 +681,10 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     plots->addTab(m_layers, QStringLiteral("Per-layer attribution"));
     topSplit->setStretchFactor(0, 3);
     topSplit->setStretchFactor(1, 2);
+}
 
+void OutputView::buildTextPane(QSplitter* split)
+{
     auto* textPane = new QWidget(split);
     auto* textLayout = new QVBoxLayout(textPane);
     textLayout->setContentsMargins(0, 0, 0, 0);
@@ -665,7 +705,10 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     m_text = new ShadedTextWidget();
     m_scroll->setWidget(m_text);
     textLayout->addWidget(m_scroll, 1);
+}
 
+void OutputView::buildDrillPane(QSplitter* split)
+{
     auto* drill = new QWidget(split);
     auto* drillLayout = new QVBoxLayout(drill);
     drillLayout->setContentsMargins(0, 0, 0, 0);
@@ -690,13 +733,10 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
     drillLayout->addLayout(drillRow);
     m_strip = new AttentionStripWidget(drill);
     drillLayout->addWidget(m_strip, 1);
+}
 
-    split->setStretchFactor(0, 2);
-    split->setStretchFactor(1, 3);
-    split->setStretchFactor(2, 2);
-    split->setSizes({260, 300, 200});
-    layout->addWidget(split, 1);
-
+void OutputView::connectControls()
+{
     connect(m_runButton, &QPushButton::clicked, this, &OutputView::startRun);
     connect(m_cancelButton, &QPushButton::clicked, this, &OutputView::cancelRun);
     connect(m_text, &ShadedTextWidget::tokenClicked, this, &OutputView::selectToken);
@@ -723,19 +763,12 @@ OutputView::OutputView(QWidget* parent) : QWidget(parent), m_progress(std::make_
         if (m_text->selected() >= 0)
             probe();
     });
-    m_poll.setInterval(200);
-    connect(&m_poll, &QTimer::timeout, this, &OutputView::pollProgress);
+    m_jobs.onProgress(200, [this](Progress& progress) { pollProgress(progress); });
     connect(m_model, &QLineEdit::textChanged, this, &OutputView::sourceChanged);
     connect(m_textFile, &QLineEdit::textChanged, this, &OutputView::sourceChanged);
-    updateStatus();
 }
 
-OutputView::~OutputView()
-{
-    // Running jobs own copies of their inputs; the flags only make them stop early.
-    m_jobs.cancel();
-    m_probes.cancel();
-}
+OutputView::~OutputView() = default; // running jobs own copies of their inputs; their flags stop them early
 
 void OutputView::setDefaults(const QString& modelDir, const QString& textFile)
 {
@@ -944,7 +977,6 @@ void OutputView::startRun()
         return;
     }
     m_error.clear();
-    const quint64 id = m_jobs.start();
     m_runningSpec = *spec;
     // What the cache already holds is shown at once; only the rest is computed.
     EvalSpec missing = *spec;
@@ -971,8 +1003,8 @@ void OutputView::startRun()
     missing.budgets.assign(missingBudgets.begin(), missingBudgets.end());
     if (missing.schemes.empty() && haveBase) {
         m_lastComputed = 0;
+        m_jobs.supersede(); // whatever still runs is stale now
         display(assemble(*spec, nullptr));
-        m_jobs.accept(id);
         m_stage = QStringLiteral("every configuration from the cache");
         updateStatus();
         emit runFinished(QString(), false);
@@ -986,85 +1018,75 @@ void OutputView::startRun()
     m_runButton->setEnabled(false);
     m_cancelButton->setEnabled(true);
     m_stage = QStringLiteral("starting");
-    auto progress = std::make_shared<Progress>();
-    m_progress = progress;
-    auto cancel = m_jobs.cancelFlag();
-    const std::string loadedDir = m_loadedDir;
-    auto loadedModel = m_loadedModel;
-    auto loadedVocab = m_loadedVocab;
-    auto* watcher = new QFutureWatcher<Outcome>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-        if (m_watcher == watcher)
-            m_watcher = nullptr;
-        accept(watcher->result());
-        watcher->deleteLater();
-    });
-    m_watcher = watcher;
-    watcher->setFuture(QtConcurrent::run([missing, id, cancel, progress, loadedDir, loadedModel, loadedVocab] {
-        Outcome out;
-        out.request = id;
-        out.modelDir = missing.modelDir;
-        std::shared_ptr<const lm::Transformer> model = loadedModel;
-        std::shared_ptr<const std::vector<std::string>> vocab = loadedVocab;
-        auto set = [&](const std::string& stage) { progress->setStage(stage); };
-        if (!model || loadedDir != missing.modelDir) {
-            set("loading " + missing.modelDir);
-            auto source = lm::openModelSource(missing.modelDir); // a Hugging Face folder or a GGUF file
-            if (!source) {
-                out.error = QString::fromStdString(source.error().text());
-                return out;
-            }
-            lm::LoadOptions load;
-            load.memoryLimitMiB = static_cast<std::uint64_t>(std::max(1.0, 0.5 * physicalMemoryBytes() / 1048576.0));
-            load.contextTokens = missing.ctx;
-            load.forwardsInFlight = 2;
-            auto loaded = lm::Transformer::load(*source, load);
-            if (!loaded) {
-                out.error = QString::fromStdString(loaded.error().text());
-                return out;
-            }
-            model = std::make_shared<const lm::Transformer>(std::move(*loaded));
-            vocab.reset();
-        }
-        set("reading " + missing.textFile);
-        auto input = eval::readModelInput(missing.modelDir, missing.textFile, missing.tokensFile, missing.parseSpecialTokens,
-                                          model->config().vocab);
-        if (!input) {
-            out.error = QString::fromStdString(input.error().text());
-            return out;
-        }
-        if (!vocab) {
-            auto v = std::make_shared<std::vector<std::string>>();
-            v->reserve(static_cast<std::size_t>(model->config().vocab));
-            for (int t = 0; t < model->config().vocab; ++t)
-                v->push_back(input->tokenizer->tokenBytes(t));
-            vocab = v;
-        }
-        out.model = model;
-        out.vocab = vocab;
-        eval::EvalCallbacks callbacks;
-        callbacks.cancelled = [cancel] { return cancel->load(); };
-        callbacks.progress = [progress](double done, double total, const std::string& stage) {
-            progress->set(done, total, stage);
-        };
-        callbacks.partial = [progress](const eval::EvalResult& sofar) {
-            progress->setPartial(std::make_shared<const eval::EvalResult>(sofar));
-        };
-        const lm::Tokenizer& tokenizer = *input->tokenizer;
-        auto r = eval::runEval(missing, *model, input->tokens, tokenizer.bos(), callbacks,
-                               [&tokenizer](std::int32_t id) { return tokenizer.tokenBytes(id); });
-        retainFreedMemory();
-        if (!r) {
-            out.error = QString::fromStdString(r.error().text());
-            return out;
-        }
-        r->tokenizer = tokenizer.kind();
-        out.cancelled = r->cancelled;
-        out.result = std::make_shared<const eval::EvalResult>(std::move(*r));
-        return out;
-    }));
-    m_poll.start();
+    const LoadedModel loaded{m_loadedDir, m_loadedModel, m_loadedVocab};
+    m_jobs.start([missing, loaded](const JobContext<Progress>& job) { return runModel(missing, loaded, job); },
+                 [this](const Outcome& outcome) { accept(outcome); });
     updateStatus();
+}
+
+OutputView::Outcome OutputView::runModel(const EvalSpec& missing, const LoadedModel& loaded, const JobContext<Progress>& job)
+{
+    const std::string& loadedDir = loaded.dir;
+    const std::shared_ptr<const lm::Transformer>& loadedModel = loaded.model;
+    const std::shared_ptr<const std::vector<std::string>>& loadedVocab = loaded.vocab;
+    Outcome out;
+    out.modelDir = missing.modelDir;
+    std::shared_ptr<const lm::Transformer> model = loadedModel;
+    std::shared_ptr<const std::vector<std::string>> vocab = loadedVocab;
+    auto set = [&](const std::string& stage) { job.progress->setStage(stage); };
+    if (!model || loadedDir != missing.modelDir) {
+        set("loading " + missing.modelDir);
+        auto source = lm::openModelSource(missing.modelDir); // a Hugging Face folder or a GGUF file
+        if (!source) {
+            out.error = QString::fromStdString(source.error().text());
+            return out;
+        }
+        lm::LoadOptions load;
+        load.memoryLimitMiB = eval::memoryLimitMiB(missing.memoryLimitMb);
+        load.contextTokens = missing.ctx;
+        load.forwardsInFlight = 2;
+        auto loaded = lm::Transformer::load(*source, load);
+        if (!loaded) {
+            out.error = QString::fromStdString(loaded.error().text());
+            return out;
+        }
+        model = std::make_shared<const lm::Transformer>(std::move(*loaded));
+        vocab.reset();
+    }
+    set("reading " + missing.textFile);
+    auto input = eval::readModelInput(missing.modelDir, missing.textFile, missing.tokensFile, missing.parseSpecialTokens,
+                                      model->config().vocab, eval::evalTokensNeeded(missing), [&job] { return job.cancelled(); });
+    if (!input) {
+        out.error = QString::fromStdString(input.error().text());
+        return out;
+    }
+    if (!vocab) {
+        auto v = std::make_shared<std::vector<std::string>>();
+        v->reserve(static_cast<std::size_t>(model->config().vocab));
+        for (int t = 0; t < model->config().vocab; ++t)
+            v->push_back(input->tokenizer->tokenBytes(t));
+        vocab = v;
+    }
+    out.model = model;
+    out.vocab = vocab;
+    eval::EvalCallbacks callbacks;
+    callbacks.cancelled = [&job] { return job.cancelled(); };
+    callbacks.progress = [&job](double done, double total, const std::string& stage) { job.progress->set(done, total, stage); };
+    callbacks.partial = [&job](const eval::EvalResult& sofar) {
+        job.progress->setPartial(std::make_shared<const eval::EvalResult>(sofar));
+    };
+    const lm::Tokenizer& tokenizer = *input->tokenizer;
+    auto r = eval::runEval(missing, *model, input->tokens, tokenizer.bos(), callbacks,
+                           [&tokenizer](std::int32_t id) { return tokenizer.tokenBytes(id); });
+    retainFreedMemory();
+    if (!r) {
+        out.error = QString::fromStdString(r.error().text());
+        return out;
+    }
+    r->tokenizer = tokenizer.kind();
+    out.cancelled = r->cancelled;
+    out.result = std::make_shared<const eval::EvalResult>(std::move(*r));
+    return out;
 }
 
 void OutputView::cancelRun()
@@ -1076,13 +1098,13 @@ void OutputView::cancelRun()
     updateStatus();
 }
 
-void OutputView::pollProgress()
+void OutputView::pollProgress(Progress& progress)
 {
-    const JobProgress::Snapshot now = m_progress->snapshot();
+    const JobProgress::Snapshot now = progress.snapshot();
     m_stage = QString::fromStdString(now.stage);
     if (now.total > 0.0)
         m_stage = QStringLiteral("%1 % · %2").arg(100.0 * now.done / now.total, 0, 'f', 0).arg(m_stage);
-    const std::shared_ptr<const eval::EvalResult> partial = m_progress->takePartial();
+    const std::shared_ptr<const eval::EvalResult> partial = progress.takePartial();
     if (partial && m_running) {
         eval::EvalResult copy = *partial;
         copy.cancelled = true; // shown as partial
@@ -1094,9 +1116,6 @@ void OutputView::pollProgress()
 
 void OutputView::accept(const Outcome& outcome)
 {
-    if (!m_jobs.accept(outcome.request))
-        return;
-    m_poll.stop();
     m_running = false;
     m_runButton->setEnabled(true);
     m_cancelButton->setEnabled(false);
@@ -1261,46 +1280,35 @@ void OutputView::probe()
         m_drillStatus->setText(m_run.model ? QString() : QStringLiteral("the drill-down needs the model: run it from this tab"));
         return;
     }
-    const quint64 id = m_probes.start();
-    auto cancel = m_probes.cancelFlag();
     const bool most = m_mostChanged->isChecked();
     const int layer = m_layer->value(), head = m_head->value();
     auto result = m_run.result;
     auto model = m_run.model;
     m_drillStatus->setText(most ? QStringLiteral("finding the head whose attention changed most…") : QStringLiteral("probing…"));
-    auto* watcher = new QFutureWatcher<ProbeOutcome>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-        if (m_probeWatcher == watcher)
-            m_probeWatcher = nullptr;
-        acceptProbe(watcher->result());
-        watcher->deleteLater();
-    });
-    m_probeWatcher = watcher;
-    watcher->setFuture(QtConcurrent::run([id, cancel, most, layer, head, result, model, configuration, scored] {
-        ProbeOutcome out;
-        out.request = id;
-        auto cancelled = [cancel] { return cancel->load(); };
-        if (most) {
-            auto ranked = eval::headChanges(*model, *result, configuration, scored, cancelled);
-            if (!ranked)
-                out.error = QString::fromStdString(ranked.error().text());
-            else if (!ranked->empty())
-                out.attention = ranked->front();
-        } else {
-            auto a = eval::probeToken(*model, *result, configuration, scored, layer, head, cancelled);
-            if (!a)
-                out.error = QString::fromStdString(a.error().text());
-            else
-                out.attention = *a;
-        }
-        return out;
-    }));
+    m_probes.start(
+        [most, layer, head, result, model, configuration, scored](const JobContext<>& job) {
+            ProbeOutcome out;
+            auto cancelled = [&job] { return job.cancelled(); };
+            if (most) {
+                auto ranked = eval::headChanges(*model, *result, configuration, scored, cancelled);
+                if (!ranked)
+                    out.error = QString::fromStdString(ranked.error().text());
+                else if (!ranked->empty())
+                    out.attention = ranked->front();
+            } else {
+                auto a = eval::probeToken(*model, *result, configuration, scored, layer, head, cancelled);
+                if (!a)
+                    out.error = QString::fromStdString(a.error().text());
+                else
+                    out.attention = *a;
+            }
+            return out;
+        },
+        [this](const ProbeOutcome& outcome) { acceptProbe(outcome); });
 }
 
 void OutputView::acceptProbe(const ProbeOutcome& outcome)
 {
-    if (!m_probes.accept(outcome.request))
-        return;
     if (!outcome.error.isEmpty()) {
         m_drillStatus->setText(outcome.error);
     } else if (outcome.attention) {
@@ -1318,15 +1326,17 @@ bool OutputView::waitUntilIdle(int timeoutMs)
 {
     QElapsedTimer clock;
     clock.start();
-    while (clock.elapsed() < timeoutMs) {
-        const bool busy = (m_watcher && !m_jobs.settled()) || (m_probeWatcher && !m_probes.settled());
-        if (!busy)
-            return true;
-        QEventLoop loop;
-        QTimer::singleShot(20, &loop, &QEventLoop::quit);
-        loop.exec();
+    // A finished run may start a drill-down (and a drill-down ends nothing): wait for each in turn.
+    while (m_jobs.running() || m_probes.running()) {
+        const int left = timeoutMs - static_cast<int>(clock.elapsed());
+        if (left <= 0)
+            return false;
+        if (m_jobs.running())
+            m_jobs.wait(left);
+        else
+            m_probes.wait(left);
     }
-    return false;
+    return true;
 }
 
 QString OutputView::statusText() const

@@ -7,10 +7,9 @@
 #include "core/eval/drill_down.h"
 #include "core/eval/eval_result.h"
 #include "core/lm/transformer.h"
+#include "widgets/background_job.h"
 #include "widgets/figure_export.h"
-#include "widgets/job_tracker.h"
 
-#include <QFutureWatcher>
 #include <QString>
 #include <QTimer>
 #include <QWidget>
@@ -24,11 +23,13 @@
 
 class QCheckBox;
 class QComboBox;
+class QGridLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
 class QScrollArea;
 class QSpinBox;
+class QSplitter;
 class QTableWidget;
 
 namespace kvlens::widgets {
@@ -70,7 +71,7 @@ public:
     QString hoverText(int scored) const;
     void setSelected(int scored);
     int selected() const { return m_selected; }
-    /// The colour scale's ends (KLD in nats) of the current configuration.
+    /// The colour scale's ends (KLD in nats): one scale for every configuration of the run.
     double floor() const { return m_floor; }
     double top() const { return m_top; }
     /// Paints the text into `painter` over `width` pixels from chunk `firstChunk` for `chunks`
@@ -101,6 +102,8 @@ private:
     /// line starts at y = `top`.
     std::vector<Box> layout(int width, const QFontMetrics& metrics, int top, int firstChunk, int chunks) const;
     void relayout();
+    /// Sets the minimum height to the laid-out text's.
+    void holdEveryToken();
     int legendHeight() const;
     void paintLegend(QPainter& painter, QRect area) const;
     void paintBoxes(QPainter& painter, const std::vector<Box>& boxes) const;
@@ -144,6 +147,8 @@ class OutputView final : public QWidget {
 public:
     explicit OutputView(QWidget* parent = nullptr);
     ~OutputView() override;
+    /// The tab's id (`--view output`): views.cpp lists the views by it.
+    static constexpr const char* kId = "output";
 
     /// The run's inputs as controls show them; defaults: the shipped model and its held-out text.
     void setDefaults(const QString& modelDir, const QString& textFile);
@@ -176,6 +181,8 @@ public:
 
     ShadedTextWidget* text() const { return m_text; }
     AttentionStripWidget* strip() const { return m_strip; }
+    /// The scroll area around the shaded text.
+    QScrollArea* textScroll() const { return m_scroll; }
     QTableWidget* table() const { return m_table; }
     EvalKldView* kldView() const { return m_kld; }
     EvalLayersView* layersView() const { return m_layers; }
@@ -223,7 +230,6 @@ private:
         std::shared_ptr<const eval::EvalResult> m_partial;
     };
     struct Outcome {
-        quint64 request = 0;
         QString error;
         bool cancelled = false;
         std::shared_ptr<const eval::EvalResult> result; ///< the configurations computed by this run
@@ -232,7 +238,6 @@ private:
         std::string modelDir;
     };
     struct ProbeOutcome {
-        quint64 request = 0;
         QString error;
         std::optional<eval::TokenAttention> attention;
     };
@@ -249,7 +254,22 @@ private:
     void store(const eval::EvalResult& computed);
     void accept(const Outcome& outcome);
     void acceptProbe(const ProbeOutcome& outcome);
-    void pollProgress();
+    void pollProgress(Progress& progress);
+    /// The model folder loaded by an earlier run (kept between runs), as a run's work takes it.
+    struct LoadedModel {
+        std::string dir;
+        std::shared_ptr<const lm::Transformer> model;
+        std::shared_ptr<const std::vector<std::string>> vocab;
+    };
+    /// A run's work (on a pool thread): loads the model unless `loaded` is it, reads and tokenizes the
+    /// text, evaluates `missing` with progress and partial results into `job`.
+    static Outcome runModel(const EvalSpec& missing, const LoadedModel& loaded, const JobContext<Progress>& job);
+    // The constructor's phases: the run's form, the plots, the shaded text, the drill-down, the signals.
+    QGridLayout* buildForm();
+    void buildPlots(QSplitter* split);
+    void buildTextPane(QSplitter* split);
+    void buildDrillPane(QSplitter* split);
+    void connectControls();
     void display(std::shared_ptr<const eval::EvalResult> result);
     void fillTable();
     void fillConfigurations();
@@ -280,12 +300,8 @@ private:
 
     ModelRun m_run;
     EvalSpec m_runningSpec;
-    JobTracker m_jobs;
-    JobTracker m_probes;
-    QFutureWatcher<Outcome>* m_watcher = nullptr;
-    QFutureWatcher<ProbeOutcome>* m_probeWatcher = nullptr;
-    std::shared_ptr<Progress> m_progress;
-    QTimer m_poll;
+    BackgroundJob<Outcome, Progress> m_jobs{this};
+    BackgroundJob<ProbeOutcome> m_probes{this};
     bool m_running = false;
     int m_lastComputed = 0;
     QString m_error;

@@ -129,15 +129,6 @@ public:
     /// Footnote lines are wrapped to this many characters: what fits a single column (3.5 in) in 6-7 pt.
     static constexpr int kFootnoteChars = 60;
 
-    /// Data series (graphs on the same axes) whose points are identical to an earlier series',
-    /// each paired with that earlier one, in series order. Each such later series is restyled so
-    /// both show: a dashed line over the solid one, hollow rings around the markers (the
-    /// Shannon-φ plane's convention). Call once the series have their data.
-    QList<QPair<QCPGraph*, QCPGraph*>> markCoincidentSeries();
-    /// markCoincidentSeries, then a footnote "`lead` B = A; D = C" naming each later series and
-    /// the one it lies on (each pair once; with `legendOnly`, only series the legend names).
-    /// Returns the "B = A" texts.
-    QStringList noteCoincidences(const QString& lead, bool legendOnly = true);
 
     /// Everything applyPaperStyle sets (fonts, pens, legend geometry and frames, text fonts), to
     /// put a plot back exactly as it was after a print style was applied for an export.

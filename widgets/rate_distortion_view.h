@@ -20,7 +20,9 @@ class RateDistortionView final : public ResultView {
     Q_OBJECT
 public:
     explicit RateDistortionView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("rate_distortion"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "rate_distortion";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Rate–distortion"); }
     QString viewDescription() const override;
     /// The points as core computes them (rateDistortionCsv): what rate_distortion.csv holds.
@@ -35,7 +37,7 @@ public:
     /// a model run: the whole model), or the current grid point's.
     void setPooled(bool pooled);
     /// The legend entry and series name of the envelope.
-    static QString envelopeName() { return QStringLiteral("lower envelope"); }
+    static QString envelopeName();
 
 protected:
     void redraw() override;

@@ -12,7 +12,9 @@ class RecallView final : public ResultView {
     Q_OBJECT
 public:
     explicit RecallView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("routing_recall"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "routing_recall";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Routing recall"); }
     QString viewDescription() const override;
     /// Two panels one above the other: at a single column they need more than the default height.

@@ -5,8 +5,11 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QEvent>
+#include <QHeaderView>
 #include <QLabel>
 #include <QSignalBlocker>
+#include <QSplitter>
+#include <QTableWidget>
 
 #include <algorithm>
 #include <cmath>
@@ -136,28 +139,43 @@ void ResultView::addOption(const QString& label, QWidget* widget)
         connect(check, &QCheckBox::toggled, this, [this] { redraw(); });
 }
 
-QString ResultView::schemeName(int index) const
+QTableWidget* ResultView::addTable(const QStringList& headers, const QStringList& tooltips)
 {
-    if (!m_data.results || index < 0 || index >= static_cast<int>(m_data.results->schemes.size()))
-        return QStringLiteral("?");
-    return QString::fromStdString(m_data.results->schemes[static_cast<std::size_t>(index)].name);
+    auto* table = new QTableWidget(this);
+    table->setColumnCount(static_cast<int>(headers.size()));
+    for (int c = 0; c < headers.size(); ++c) {
+        auto* item = new QTableWidgetItem(headers[c]);
+        item->setToolTip(tooltips.value(c));
+        table->setHorizontalHeaderItem(c, item);
+    }
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->verticalHeader()->setVisible(false);
+    table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    return table;
 }
 
-void ResultView::finishPlot()
+void ResultView::splitBelowPlot(const QList<QWidget*>& below, const QList<int>& stretch)
 {
-    m_plot->rescaleAxes();
-    // Room around the data: a marker at the extreme of an axis is drawn whole, not cut by the frame.
-    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
-        const QCPRange r = axis->range();
-        if (axis->scaleType() == QCPAxis::stLogarithmic) {
-            if (r.lower > 0.0)
-                axis->setRange(r.lower / 1.15, r.upper * 1.15);
-        } else {
-            const double pad = 0.04 * (r.size() > 0.0 ? r.size() : std::max(1.0, std::abs(r.center())));
-            axis->setRange(r.lower - pad, r.upper + pad);
-        }
-    }
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    m_layout->removeWidget(m_plot);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_plot);
+    for (QWidget* w : below)
+        split->addWidget(w);
+    for (int i = 0; i < stretch.size(); ++i)
+        split->setStretchFactor(i, stretch[i]);
+    m_layout->addWidget(split, 1);
+}
+
+QString ResultView::schemeName(int index) const
+{
+    return schemeLabel(m_data.results.get(), index);
+}
+
+void ResultView::showFigure(FigureSpec figure)
+{
+    m_figure = std::move(figure);
+    const std::vector<QCPAxisRect*> panels = drawFigure(*m_plot, m_figure);
+    m_panels = QVector<QCPAxisRect*>(panels.begin(), panels.end());
 }
 
 } // namespace kvlens::widgets

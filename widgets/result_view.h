@@ -2,6 +2,7 @@
 // Base of the plot views: a row of view options above one exportable figure, fed a ViewData.
 #pragma once
 
+#include "widgets/figure_spec.h"
 #include "widgets/plot_widget.h"
 #include "widgets/view_data.h"
 
@@ -11,6 +12,7 @@
 
 class QComboBox;
 class QLabel;
+class QTableWidget;
 
 namespace kvlens::widgets {
 
@@ -43,6 +45,11 @@ public:
 
     /// The exported figure.
     PlotWidget* plot() const { return m_plot; }
+    /// What the figure draws now, as data (the description drawFigure drew; empty panels for a view
+    /// that draws otherwise).
+    const FigureSpec& figure() const { return m_figure; }
+    /// The axis rect drawn for panel `index` of figure(), or null.
+    QCPAxisRect* figurePanel(int index) const { return m_panels.value(index, nullptr); }
     /// The plotted data as CSV (what export writes beside the figure).
     virtual QString dataCsv() const { return m_plot->dataCsv(); }
     /// Data series currently drawn.
@@ -85,10 +92,16 @@ protected:
     virtual void redraw() = 0;
     /// Adds an option widget (combo box, check box) to the row above the plot.
     void addOption(const QString& label, QWidget* widget);
+    /// A read-only table with these column headers and their tooltips (no row numbers, columns
+    /// sized to their contents), parented to this view.
+    QTableWidget* addTable(const QStringList& headers, const QStringList& tooltips);
+    /// Puts the plot above `below` in a vertical splitter the user resizes; `stretch` gives the
+    /// plot's factor, then each widget's (none: Qt's).
+    void splitBelowPlot(const QList<QWidget*>& below, const QList<int>& stretch = {});
     /// Name of scheme `index` of the current results.
     QString schemeName(int index) const;
-    /// Replots, rescaling axes to the data.
-    void finishPlot();
+    /// Draws `figure` (built by the view's pure figure function) and keeps it as figure().
+    void showFigure(FigureSpec figure);
 
     PlotWidget* m_plot = nullptr;
     QVBoxLayout* m_layout = nullptr;
@@ -105,6 +118,8 @@ private:
     QLabel* m_placeholder = nullptr;
     bool m_pointSelectable = true;
     ViewData m_data;
+    FigureSpec m_figure;
+    QVector<QCPAxisRect*> m_panels;
 };
 
 } // namespace kvlens::widgets

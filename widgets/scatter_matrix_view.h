@@ -14,7 +14,9 @@ class ScatterMatrixView final : public ResultView {
     Q_OBJECT
 public:
     explicit ScatterMatrixView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("scatter_6d"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "scatter_6d";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("6D error scatter"); }
     QString viewDescription() const override;
 
@@ -32,13 +34,10 @@ protected:
     void redraw() override;
 
 private:
-    void drawPanel(QCPAxisRect* rect, int xc, int yc, bool legendEntries);
-
     QComboBox* m_mode = nullptr;
     QComboBox* m_x = nullptr;
     QComboBox* m_y = nullptr;
     bool m_printPair = false; ///< an export at a single column draws the pair
-    bool m_exactLeftOut = false; ///< a panel left out points at the SNR cap (exact paths)
 };
 
 } // namespace kvlens::widgets

@@ -17,7 +17,9 @@ class ShannonPhiView final : public ResultView {
     Q_OBJECT
 public:
     explicit ShannonPhiView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("shannon_phi"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "shannon_phi";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Shannon-φ plane"); }
     QString viewDescription() const override;
 
@@ -45,6 +47,7 @@ private:
     QStringList m_coincidences;
     QStringList m_drawOrder;
     QStringList m_exactClouds;
+    QString m_note;
 };
 
 } // namespace kvlens::widgets

@@ -17,7 +17,9 @@ class SweepView final : public ResultView {
     Q_OBJECT
 public:
     explicit SweepView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("sweep"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "sweep";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Sweep"); }
     QString viewDescription() const override;
 
@@ -31,6 +33,9 @@ protected:
     void redraw() override;
 
 private:
+    /// Lists the run's swept parameters and budgets in the x and budget boxes, keeping the choice.
+    void refreshChoices();
+
     QComboBox* m_x = nullptr;
     QComboBox* m_metric = nullptr;
     QComboBox* m_budget = nullptr;

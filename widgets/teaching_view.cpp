@@ -2,8 +2,9 @@
 // Teaching view: controls, the staged six-panel figure, and the background computation with stale-result dropping.
 #include "widgets/teaching_view.h"
 
+#include "widgets/figures/teaching_figure.h"
+
 #include <QComboBox>
-#include <QEventLoop>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -12,7 +13,6 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <cmath>
@@ -25,10 +25,6 @@ namespace {
 constexpr int kDebounceMs = 120;
 
 const char* const kStageNames[] = {"1 · Score noise", "2 · Softmax", "3 · KL", "4 · Output"};
-
-// Short: at single-column export width each panel is barely over an inch wide.
-const char* const kPanelTitles[] = {"score error δs", "top-10 weights", "weight inflation", "KL divergence",
-                                    "output error", "values vs keys"};
 
 /// Rows of the metrics table: label, one-sentence tooltip, and the stage that reveals the row.
 struct MetricRow {
@@ -56,34 +52,6 @@ const MetricRow kMetrics[] = {
 QString fmt(double v, int precision = 4)
 {
     return std::isfinite(v) ? QString::number(v, 'g', precision) : QStringLiteral("n/a");
-}
-
-QColor withAlpha(QColor c, int alpha)
-{
-    c.setAlpha(alpha);
-    return c;
-}
-
-/// Category ticks (1, 2, ...) labelled with names.
-void categoryTicks(QCPAxis* axis, const QStringList& names)
-{
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    for (int i = 0; i < names.size(); ++i)
-        ticker->addTick(i + 1, names[i]);
-    axis->setTicker(ticker);
-    axis->setRange(0.4, names.size() + 0.6);
-    axis->grid()->setVisible(false);
-}
-
-QCPBars* addBars(PlotWidget* plot, QCPAxisRect* rect, const QString& name, const QColor& color, double width)
-{
-    auto* bars = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-    bars->setName(name);
-    bars->setPen(QPen(color.darker(130), 0));
-    bars->setBrush(withAlpha(color, 200));
-    bars->setWidth(width);
-    plot->markSeries(bars);
-    return bars;
 }
 
 } // namespace
@@ -224,16 +192,7 @@ QString TeachingView::caption() const
 
 int TeachingView::panelStage(Panel panel)
 {
-    switch (panel) {
-    case ScoreHistogram: return ScoreNoise;
-    case TopWeights:
-    case Jensen: return Softmax;
-    case KlPanel: return Kl;
-    case OutputPanel:
-    case ValuePath: return Output;
-    case PanelCount: break;
-    }
-    return StageCount;
+    return teachingPanelStage(static_cast<TeachingPanel>(panel));
 }
 
 void TeachingView::setStage(int stage)
@@ -296,68 +255,40 @@ void TeachingView::scheduleCompute()
 void TeachingView::startCompute()
 {
     m_debounce.stop();
-    const quint64 id = m_jobs.start(); // cancels the running one
     const TeachingConfig cfg = config();
-    auto cancel = m_jobs.cancelFlag();
-    auto* watcher = new QFutureWatcher<TeachingOutcome>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-        if (m_watcher == watcher)
-            m_watcher = nullptr;
-        accept(watcher->result());
-        watcher->deleteLater();
-    });
-    m_watcher = watcher;
-    // Numerics on the global thread pool, never on the GUI thread.
-    watcher->setFuture(QtConcurrent::run([cfg, cancel, id] {
-        TeachingOutcome out;
-        out.request = id;
-        auto r = computeTeaching(cfg, cancel.get());
-        if (r)
-            out.result = std::make_shared<const TeachingResult>(std::move(r).value());
-        else
-            out.error = QString::fromStdString(r.error().text());
-        return out;
-    }));
+    // Numerics on the global thread pool, never on the GUI thread; a newer request cancels this one.
+    m_jobs.start(
+        [cfg](const JobContext<>& job) {
+            TeachingOutcome out;
+            auto r = computeTeaching(cfg, job.cancelFlag.get());
+            if (r)
+                out.result = std::make_shared<const TeachingResult>(std::move(r).value());
+            else
+                out.error = QString::fromStdString(r.error().text());
+            return out;
+        },
+        [this](const TeachingOutcome& outcome) { accept(outcome); });
     updateLabels();
 }
 
 void TeachingView::accept(const TeachingOutcome& outcome)
 {
-    // Stale (an older request, or one already drawn by waitUntilDrawn): drop it.
-    if (!m_jobs.accept(outcome.request))
-        return;
     m_error = outcome.error;
     if (outcome.result)
         m_result = outcome.result;
     redraw();
     fillTable();
     updateLabels();
-    emit computed(outcome.request);
+    emit computed(m_jobs.newest());
 }
 
 bool TeachingView::waitUntilDrawn(int timeoutMs)
 {
     if (m_debounce.isActive())
         startCompute();
-    if (m_jobs.settled())
-        return true;
-    if (!m_watcher)
-        return false;
-    // The computation runs on a pool thread; this thread sleeps in an event loop until the
-    // watcher reports (its handler draws the result) or the time is up. No polling.
-    QFutureWatcher<TeachingOutcome>* watcher = m_watcher;
-    if (!watcher->isFinished()) {
-        QEventLoop loop;
-        QTimer timeout;
-        timeout.setSingleShot(true);
-        connect(watcher, &QFutureWatcherBase::finished, &loop, &QEventLoop::quit);
-        connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
-        timeout.start(timeoutMs);
-        loop.exec(QEventLoop::ExcludeUserInputEvents);
-    }
-    if (!m_jobs.settled() && watcher == m_watcher && watcher->isFinished())
-        accept(watcher->result());
-    return m_jobs.settled();
+    // The computation runs on a pool thread; this thread sleeps in an event loop until its result is
+    // drawn or the time is up. No polling.
+    return m_jobs.wait(timeoutMs);
 }
 
 void TeachingView::updateLabels()
@@ -418,7 +349,7 @@ void TeachingView::fillTable()
 
 QCPAxisRect* TeachingView::panelRect(Panel panel) const
 {
-    return m_panels.value(panel, nullptr);
+    return figurePanel(panel);
 }
 
 int TeachingView::panelPointCount(Panel panel) const
@@ -458,264 +389,7 @@ double TeachingView::printAspect(double widthInches) const
 
 void TeachingView::redraw()
 {
-    m_plot->resetPlot();
-    QCPLayoutGrid* grid = m_plot->plotLayout();
-    // Three panels a row; at a single column two, in three rows (printAspect gives the height).
-    const bool narrow = m_printInches > 0.0 && m_printInches < kWidePrintInches;
-    const int columns = narrow ? 2 : 3;
-    m_panels.clear();
-    m_panels << m_plot->axisRect();
-    grid->take(m_plot->axisRect());
-    grid->simplify();
-    m_panels.first()->insetLayout()->take(m_plot->legend);
-    m_panels.first()->insetLayout()->simplify();
-    for (int i = 1; i < PanelCount; ++i)
-        m_panels << new QCPAxisRect(m_plot);
-    // Each cell: the panel, and its legend under it (outside the data, where it cannot cover bars
-    // or another legend).
-    QVector<QCPLegend*> legends;
-    for (int i = 0; i < PanelCount; ++i) {
-        auto* cell = new QCPLayoutGrid;
-        grid->addElement(i / columns, i % columns, cell);
-        cell->addElement(0, 0, m_panels[i]);
-        QCPLegend* legend = i == 0 ? m_plot->legend : new QCPLegend;
-        legend->setBorderPen(Qt::NoPen);
-        legend->setBrush(Qt::NoBrush);
-        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst); // one entry a row
-        legend->setWrap(1);
-        legend->setVisible(true);
-        cell->addElement(1, 0, legend); // gives the legend its plot, then its layer
-        legend->setLayer(QStringLiteral("legend"));
-        cell->setRowStretchFactor(1, 0.001);
-        cell->setRowSpacing(0);
-        legends << legend;
-    }
-    // An empty legend's largest size is its margins, which would squeeze its whole column to a
-    // sliver: out of the layout with it (the main one back into its panel's inset, hidden).
-    auto dropEmptyLegends = [&] {
-        for (int i = 0; i < PanelCount; ++i) {
-            QCPLegend* legend = legends[i];
-            if (legend->itemCount() > 0)
-                continue;
-            auto* cell = static_cast<QCPLayoutGrid*>(legend->layout());
-            if (legend == m_plot->legend) {
-                cell->take(legend);
-                m_panels[i]->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
-                legend->setVisible(false);
-            } else {
-                cell->remove(legend);
-            }
-            cell->simplify();
-        }
-    };
-    for (int i = 0; i < PanelCount; ++i) {
-        // The top axis carries the panel title.
-        QCPAxis* top = m_panels[i]->axis(QCPAxis::atTop);
-        top->setVisible(true);
-        top->setTicks(false);
-        top->setTickLabels(false);
-        top->setLabel(QString::fromUtf8(kPanelTitles[i]));
-    }
-    auto placeholder = [this](QCPAxisRect* rect, const QString& text) {
-        auto* label = new QCPItemText(m_plot);
-        label->setClipToAxisRect(false);
-        label->position->setType(QCPItemPosition::ptAxisRectRatio);
-        label->position->setAxisRect(rect);
-        label->position->setCoords(0.5, 0.5);
-        label->setText(text);
-        label->setColor(QColor(0x77, 0x77, 0x77));
-    };
-    const std::array<QColor, 2> schemeColor = {seriesColor(0), seriesColor(1)};
-
-    if (!m_result) {
-        for (QCPAxisRect* rect : m_panels)
-            placeholder(rect, m_error.isEmpty() ? QStringLiteral("computing…") : m_error);
-        dropEmptyLegends();
-        m_plot->applyPaperStyle(m_plot->font().pointSizeF());
-        m_plot->replot(QCustomPlot::rpQueuedReplot);
-        return;
-    }
-    const TeachingResult& r = *m_result;
-    QStringList schemeNames;
-    for (const TeachingScheme& t : r.schemes)
-        schemeNames << QString::fromStdString(t.name);
-
-    for (int i = 0; i < PanelCount; ++i) {
-        const auto panel = static_cast<Panel>(i);
-        QCPAxisRect* rect = m_panels[i];
-        QCPAxis* x = rect->axis(QCPAxis::atBottom);
-        QCPAxis* y = rect->axis(QCPAxis::atLeft);
-        if (panelStage(panel) > m_stage) {
-            x->setTickLabels(false);
-            y->setTickLabels(false);
-            placeholder(rect, QStringLiteral("Next ▸ reveals stage %1").arg(panelStage(panel) + 1));
-            continue;
-        }
-        switch (panel) {
-        case ScoreHistogram: {
-            x->setLabel(QStringLiteral("δs (score units)"));
-            y->setLabel(QStringLiteral("density"));
-            QVector<double> centres;
-            for (std::size_t b = 0; b + 1 < r.binEdges.size(); ++b)
-                centres << 0.5 * (r.binEdges[b] + r.binEdges[b + 1]);
-            for (int s = 0; s < 2; ++s) {
-                const TeachingScheme& t = r.schemes[static_cast<std::size_t>(s)];
-                QCPGraph* g = m_plot->addLineSeries(
-                    QStringLiteral("%1: Var δs = %2").arg(schemeNames[s], fmt(t.chain.varianceDeltaS, 3)),
-                    schemeColor[static_cast<std::size_t>(s)], QCPScatterStyle::ssNone, Qt::SolidLine, rect);
-                g->setLineStyle(QCPGraph::lsStepCenter);
-                g->setBrush(withAlpha(schemeColor[static_cast<std::size_t>(s)], 50));
-                g->setData(centres, QVector<double>(t.histogram.begin(), t.histogram.end()));
-            }
-            rect->axis(QCPAxis::atBottom)->rescale();
-            y->rescale();
-            y->setRangeLower(0.0);
-            y->setRangeUpper(y->range().upper * 1.1);
-            break;
-        }
-        case TopWeights: {
-            x->setLabel(QStringLiteral("token (rank by p)"));
-            y->setLabel(QStringLiteral("weight"));
-            QStringList tokens;
-            QVector<double> keys, p;
-            for (std::size_t k = 0; k < r.topTokens.size(); ++k) {
-                // Every rank live; in print ranks 1, 5, 10, ... (ten labels crowd a panel a third of a page wide).
-                const bool labelled = m_printInches <= 0.0 || k == 0 || (k + 1) % 5 == 0;
-                tokens << (labelled ? QString::number(k + 1) : QString());
-                keys << static_cast<double>(k + 1);
-                p << r.probs[static_cast<std::size_t>(r.topTokens[k])];
-            }
-            categoryTicks(x, tokens);
-            auto* group = new QCPBarsGroup(m_plot);
-            QCPBars* exact = addBars(m_plot, rect, QStringLiteral("p (exact)"), QColor(0x99, 0x99, 0x99), 0.27);
-            exact->setData(keys, p);
-            exact->setBarsGroup(group);
-            for (int s = 0; s < 2; ++s) {
-                QVector<double> pHat;
-                for (int j : r.topTokens)
-                    pHat << r.schemes[static_cast<std::size_t>(s)].chain.probsHat[static_cast<std::size_t>(j)];
-                QCPBars* b = addBars(m_plot, rect, QStringLiteral("%1 weights").arg(schemeNames[s]),
-                                     schemeColor[static_cast<std::size_t>(s)], 0.27);
-                b->setData(keys, pHat);
-                b->setBarsGroup(group);
-            }
-            y->rescale();
-            y->setRangeLower(0.0);
-            y->setRangeUpper(y->range().upper * 1.1);
-            break;
-        }
-        case Jensen: {
-            y->setLabel(QStringLiteral("mean factor"));
-            categoryTicks(x, schemeNames);
-            auto* group = new QCPBarsGroup(m_plot);
-            QCPBars* predicted = addBars(m_plot, rect, QStringLiteral("Jensen exp(σ²/2)"), seriesColor(3), 0.35);
-            QCPBars* measured = addBars(m_plot, rect, QStringLiteral("measured"), seriesColor(5), 0.35);
-            double top = 1.0;
-            for (int s = 0; s < 2; ++s) {
-                const ScoreNoiseChain& k = r.schemes[static_cast<std::size_t>(s)].chain;
-                // QCPBars draws from the base value to base + value: store the excess over 1.
-                predicted->addData(s + 1, k.jensenFactor - 1.0);
-                measured->addData(s + 1, k.measuredInflation - 1.0);
-                top = std::max({top, k.jensenFactor, k.measuredInflation});
-            }
-            for (QCPBars* b : {predicted, measured}) {
-                b->setBarsGroup(group);
-                b->setBaseValue(1.0); // the factor starts at 1: no inflation
-            }
-            y->setRange(1.0, 1.0 + std::max(1e-4, (top - 1.0) * 1.5));
-            break;
-        }
-        case KlPanel: {
-            y->setLabel(QStringLiteral("KL (nats)"));
-            categoryTicks(x, schemeNames);
-            double top = 0.0;
-            for (int s = 0; s < 2; ++s) {
-                const double kl = r.schemes[static_cast<std::size_t>(s)].chain.kl;
-                QCPBars* b = addBars(m_plot, rect, schemeNames[s], schemeColor[static_cast<std::size_t>(s)], 0.5);
-                b->addData(s + 1, kl);
-                top = std::max(top, kl);
-            }
-            y->setRange(0.0, top > 0.0 ? top * 1.2 : 1e-6);
-            break;
-        }
-        case OutputPanel: {
-            y->setLabel(QStringLiteral("‖o − ô‖ / ‖o‖"));
-            categoryTicks(x, schemeNames);
-            auto* group = new QCPBarsGroup(m_plot);
-            const std::array<QString, 3> names = {QStringLiteral("both paths"), QStringLiteral("key path only"),
-                                                  QStringLiteral("value path only")};
-            // Not the schemes' colours: these bars are paths, the ticks name the schemes.
-            const std::array<QColor, 3> colors = {QColor(0x66, 0x66, 0x66), seriesColor(4), seriesColor(5)};
-            double top = 0.0;
-            for (std::size_t c = 0; c < 3; ++c) {
-                QCPBars* b = addBars(m_plot, rect, names[c], colors[c], 0.25);
-                for (int s = 0; s < 2; ++s) {
-                    const ScoreNoiseChain& k = r.schemes[static_cast<std::size_t>(s)].chain;
-                    const double v = c == 0 ? k.outputError : (c == 1 ? k.keyOutputError : k.valueOutputError);
-                    b->addData(s + 1, v);
-                    top = std::max(top, v);
-                }
-                b->setBarsGroup(group);
-            }
-            y->setRange(0.0, top > 0.0 ? top * 1.5 : 1e-6);
-            break;
-        }
-        case ValuePath: {
-            x->setLabel(QStringLiteral("N_eff = 1/Σp²"));
-            y->setLabel(QStringLiteral("error"));
-            PlotWidget::setLogAxis(x);
-            PlotWidget::setLogAxis(y);
-            QVector<double> neff, value, key, reference;
-            for (const ValuePathPoint& p : r.valuePath.points) {
-                neff << p.effectiveTokens;
-                value << p.valueError;
-                key << p.keyMassMoved;
-                reference << 1.0 / std::sqrt(p.effectiveTokens);
-            }
-            QCPGraph* v = m_plot->addLineSeries(
-                QStringLiteral("values, slope %1").arg(r.valuePath.valueSlope, 0, 'f', 2),
-                seriesColor(2), QCPScatterStyle::ssCircle, Qt::SolidLine, rect);
-            v->setData(neff, value);
-            QCPGraph* k = m_plot->addLineSeries(
-                QStringLiteral("keys, slope %1").arg(r.valuePath.keySlope, 0, 'f', 2),
-                seriesColor(1), QCPScatterStyle::ssSquare, Qt::SolidLine, rect);
-            k->setData(neff, key);
-            // Decoration, not data: the 1/sqrt(N_eff) law the value path should follow.
-            QCPGraph* ref = m_plot->addGraph(x, y);
-            ref->setName(QStringLiteral("slope −1/2"));
-            ref->setPen(QPen(Qt::black, 1, Qt::DashLine));
-            ref->setData(neff, reference);
-            double lo = INFINITY, hi = 0.0;
-            for (const QVector<double>* series : {&value, &key, &reference})
-                for (double d : *series)
-                    if (d > 0.0) {
-                        lo = std::min(lo, d);
-                        hi = std::max(hi, d);
-                    }
-            if (hi > 0.0)
-                y->setRange(lo / 1.5, hi * 1.5);
-            x->rescale();
-            x->setRange(x->range().lower / 1.3, x->range().upper * 1.3);
-            // Plain-number labels at the powers of ten: the ranges span one to three decades.
-            for (QCPAxis* axis : {x, y}) {
-                QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
-                ticker->setSubTickCount(8);
-                axis->setTicker(ticker);
-                axis->setNumberFormat(QStringLiteral("g"));
-                axis->setNumberPrecision(5); // 1000, not 1e+03
-            }
-            break;
-        }
-        case PanelCount: break;
-        }
-        QCPLegend* legend = legends[i];
-        if (panel != KlPanel) // the KL bars are labelled by their ticks
-            for (QCPAbstractPlottable* p : rect->plottables())
-                p->addToLegend(legend);
-    }
-    dropEmptyLegends();
-    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    showFigure(teachingFigure(m_result.get(), m_error, m_stage, m_printInches));
 }
 
 } // namespace kvlens::widgets

@@ -3,10 +3,10 @@
 #pragma once
 
 #include "core/metrics/teaching.h"
-#include "widgets/job_tracker.h"
+#include "widgets/figures/teaching_figure.h"
+#include "widgets/background_job.h"
 #include "widgets/result_view.h"
 
-#include <QFutureWatcher>
 #include <QStringList>
 #include <QTimer>
 
@@ -24,7 +24,6 @@ namespace kvlens::widgets {
 
 /// What a background computation hands back (default-constructible, as QFuture wants).
 struct TeachingOutcome {
-    quint64 request = 0;
     std::shared_ptr<const TeachingResult> result;
     QString error;
 };
@@ -48,7 +47,9 @@ public:
     explicit TeachingView(QWidget* parent = nullptr);
     ~TeachingView() override;
 
-    QString viewId() const override { return QStringLiteral("teaching"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "teaching";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Teaching"); }
     QString viewDescription() const override;
     QString emptyText() const override;
@@ -96,7 +97,7 @@ public:
     static double scaleAt(int position) { return 0.25 * position; }
 
     /// Below this export width the six panels re-flow into two columns of three rows.
-    static constexpr double kWidePrintInches = 5.0;
+    static constexpr double kWidePrintInches = kTeachingWidePrintInches;
     void beginPrint(double widthInches) override;
     void endPrint() override;
     double printAspect(double widthInches) const override;
@@ -132,11 +133,9 @@ private:
     double m_printInches = 0.0; ///< the export width while exporting, 0 live
     TeachingConfig m_base;       ///< what the sliders do not set
     int m_baseScalePosition = -1; ///< the scale slider's position when m_base's scale was set
-    JobTracker m_jobs;       ///< the newest request, its cancel flag, the result drawn
-    QFutureWatcher<TeachingOutcome>* m_watcher = nullptr; ///< watches the newest request
+    BackgroundJob<TeachingOutcome> m_jobs{this}; ///< the newest request, its cancel flag, the result drawn
     std::shared_ptr<const TeachingResult> m_result;
     QString m_error;
-    QVector<QCPAxisRect*> m_panels;
 };
 
 } // namespace kvlens::widgets

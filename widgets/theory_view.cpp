@@ -3,9 +3,8 @@
 #include "widgets/theory_view.h"
 
 #include "core/io/csv.h"
+#include "widgets/figures/basic_figures.h"
 
-#include <QHeaderView>
-#include <QSplitter>
 #include <QTableWidget>
 
 #include <cmath>
@@ -55,23 +54,13 @@ QString deffText(const EffectiveDimension& e)
 TheoryView::TheoryView(QWidget* parent)
     : ResultView(parent)
 {
-    m_table = new QTableWidget(this);
-    m_table->setColumnCount(static_cast<int>(std::size(kHeaders)));
-    for (int c = 0; c < m_table->columnCount(); ++c) {
-        auto* item = new QTableWidgetItem(QString::fromUtf8(kHeaders[c]));
-        item->setToolTip(QString::fromUtf8(kTooltips[c]));
-        m_table->setHorizontalHeaderItem(c, item);
+    QStringList headers, tooltips;
+    for (std::size_t c = 0; c < std::size(kHeaders); ++c) {
+        headers << QString::fromUtf8(kHeaders[c]);
+        tooltips << QString::fromUtf8(kTooltips[c]);
     }
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->verticalHeader()->setVisible(false);
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_layout->removeWidget(m_plot);
-    auto* split = new QSplitter(Qt::Vertical, this);
-    split->addWidget(m_plot);
-    split->addWidget(m_table);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    m_layout->addWidget(split, 1);
+    m_table = addTable(headers, tooltips);
+    splitBelowPlot({m_table}, {3, 2});
     setToolTip(viewDescription());
 }
 
@@ -100,57 +89,11 @@ QString TheoryView::dataCsv() const
 
 void TheoryView::redraw()
 {
-    m_plot->resetPlot();
-    m_plot->xAxis->setLabel(QStringLiteral("predicted Var(ŝ−s)"));
-    m_plot->yAxis->setLabel(QStringLiteral("measured Var(ŝ−s)"));
-    PlotWidget::setLogAxis(m_plot->xAxis);
-    PlotWidget::setLogAxis(m_plot->yAxis);
+    showFigure(theoryFigure(data(), currentPoint()));
     m_table->setRowCount(0);
-    if (data().empty() || !data().figures) {
-        m_plot->replot();
+    if (data().empty() || !data().figures)
         return;
-    }
-    const auto& budgets = data().results->spec.budgets;
     const auto& theory = data().figures->theory;
-    double lo = INFINITY, hi = 0.0;
-    for (std::size_t bi = 0; bi < budgets.size(); ++bi) {
-        for (std::size_t s = 0; s < data().results->schemes.size(); ++s) {
-            QVector<double> x, y;
-            for (const TheoryRow& t : theory) {
-                if (t.point != currentPoint() || t.scheme != static_cast<int>(s) || t.budget != budgets[bi]
-                    || !(t.predicted > 0.0) || !(t.measured > 0.0))
-                    continue;
-                x.push_back(t.predicted);
-                y.push_back(t.measured);
-                lo = std::min({lo, t.predicted, t.measured});
-                hi = std::max({hi, t.predicted, t.measured});
-            }
-            if (x.isEmpty())
-                continue;
-            QCPGraph* g = m_plot->addScatterSeries(
-                QStringLiteral("%1 n=%2").arg(schemeName(static_cast<int>(s))).arg(budgets[bi]),
-                seriesColor(static_cast<int>(s)), seriesShape(static_cast<int>(bi)), 8.0);
-            g->setData(x, y);
-        }
-    }
-    if (hi > 0.0) {
-        lo /= 2.0;
-        hi *= 2.0;
-        m_plot->xAxis->setRange(lo, hi);
-        m_plot->yAxis->setRange(lo, hi);
-        auto* identity = new QCPItemStraightLine(m_plot);
-        identity->point1->setCoords(lo, lo);
-        identity->point2->setCoords(hi, hi);
-        identity->setPen(QPen(Qt::black, 0, Qt::DashLine));
-    }
-    PlotWidget::tuneLogAxis(m_plot->xAxis);
-    PlotWidget::tuneLogAxis(m_plot->yAxis);
-    m_plot->placeLegendBelow(static_cast<int>(data().results->schemes.size()));
-    // Schemes with one key path have one score error: their points lie on each other.
-    m_plot->noteCoincidences(QStringLiteral("identical points, drawn as rings: "));
-    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
-
     std::vector<const TheoryRow*> rows;
     for (const TheoryRow& t : theory)
         if (t.point == currentPoint())

@@ -16,7 +16,9 @@ class TheoryView final : public ResultView {
     Q_OBJECT
 public:
     explicit TheoryView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("theory"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "theory";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Theory"); }
     QString viewDescription() const override;
     /// The theory table (every row, with the plotted measured and predicted variances).

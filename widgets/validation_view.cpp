@@ -2,10 +2,10 @@
 // Validation view.
 #include "widgets/validation_view.h"
 
-#include <QHeaderView>
+#include "widgets/figures/basic_figures.h"
+
 #include <QLabel>
 #include <QPushButton>
-#include <QSplitter>
 #include <QTableWidget>
 
 #include <algorithm>
@@ -22,7 +22,6 @@ ValidationView::ValidationView(QWidget* parent)
     addOption(QString(), m_run);
     addOption(QString(), m_status);
     connect(m_run, &QPushButton::clicked, this, &ValidationView::validationRequested);
-    m_table = new QTableWidget(this);
     const QStringList headers = {QStringLiteral("scheme"),      QStringLiteral("n"),
                                  QStringLiteral("metric"),      QStringLiteral("impl. max rel. diff"),
                                  QStringLiteral("impl. KS p"),  QStringLiteral("seed KS D"),
@@ -34,20 +33,8 @@ ValidationView::ValidationView(QWidget* parent)
         QStringLiteral("Kolmogorov-Smirnov distance between the runs with the two RNGs (different draws)."),
         QStringLiteral("Kolmogorov-Smirnov p of the two RNGs: small values mean the RNG matters."),
         QStringLiteral("'implementation difference' only when the same-RNG pair differs.")};
-    m_table->setColumnCount(static_cast<int>(headers.size()));
-    for (int c = 0; c < headers.size(); ++c) {
-        auto* item = new QTableWidgetItem(headers[c]);
-        item->setToolTip(tips[c]);
-        m_table->setHorizontalHeaderItem(c, item);
-    }
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->verticalHeader()->setVisible(false);
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_layout->removeWidget(m_plot);
-    auto* split = new QSplitter(Qt::Vertical, this);
-    split->addWidget(m_plot);
-    split->addWidget(m_table);
-    m_layout->addWidget(split, 1);
+    m_table = addTable(headers, tips);
+    splitBelowPlot({m_table});
     setToolTip(viewDescription());
     updateEmptyState();
 }
@@ -98,47 +85,13 @@ void ValidationView::setBusy(bool busy, const QString& message)
 
 void ValidationView::redraw()
 {
-    m_plot->resetPlot();
-    m_plot->xAxis->setLabel(QStringLiteral("scheme, budget and metric"));
-    m_plot->yAxis->setLabel(QStringLiteral("max relative difference CPU vs OpenCL"));
-    PlotWidget::setLogAxis(m_plot->yAxis);
+    showFigure(validationFigure(m_validation.reference.get(), m_validation.report.get()));
     m_table->setRowCount(0);
-    if (!m_validation.report || !m_validation.reference) {
-        m_plot->replot();
+    if (!m_validation.report || !m_validation.reference)
         return;
-    }
     const auto& report = *m_validation.report;
     const ResultSet& r = *m_validation.reference;
     auto name = [&](int scheme) { return QString::fromStdString(r.schemes[static_cast<std::size_t>(scheme)].name); };
-    QVector<double> x, y, xBad, yBad;
-    QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
-    int i = 0;
-    for (const auto& row : report.rows) {
-        // Exact agreement has no place on a log axis: draw it at a floor of 1e-12.
-        const double value = std::max(row.implMaxRelDiff, 1e-12);
-        (row.verdict == "implementation difference" ? xBad : x).push_back(i);
-        (row.verdict == "implementation difference" ? yBad : y).push_back(value);
-        if (row.metric == "kl_mean")
-            ticks->addTick(i, QStringLiteral("%1 n=%2").arg(name(row.scheme)).arg(row.budget));
-        ++i;
-    }
-    m_plot->xAxis->setTicker(ticks);
-    m_plot->xAxis->setTickLabelRotation(45);
-    if (report.implementationRan) {
-        if (!x.isEmpty())
-            m_plot->addScatterSeries(QStringLiteral("agree"), seriesColor(0), QCPScatterStyle::ssCircle, 6)->setData(x, y);
-        if (!xBad.isEmpty())
-            m_plot->addScatterSeries(QStringLiteral("implementation difference"), seriesColor(1), QCPScatterStyle::ssCross, 9)
-                ->setData(xBad, yBad);
-        auto* tolerance = new QCPItemStraightLine(m_plot);
-        tolerance->point1->setCoords(0, report.tolerance);
-        tolerance->point2->setCoords(1, report.tolerance);
-        tolerance->setPen(QPen(Qt::black, 0, Qt::DashLine));
-        m_plot->xAxis->setRange(-1, i);
-        m_plot->yAxis->setRange(1e-13, 1.0);
-    }
-    m_plot->applyPaperStyle(m_plot->font().pointSizeF());
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
     m_status->setText(report.implementationRan
                           ? QStringLiteral("%1 implementation difference(s); reference %2, implementation %3, seed %4")
                                 .arg(report.implementationDifferences())

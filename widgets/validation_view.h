@@ -26,7 +26,9 @@ class ValidationView final : public ResultView {
     Q_OBJECT
 public:
     explicit ValidationView(QWidget* parent = nullptr);
-    QString viewId() const override { return QStringLiteral("validation"); }
+    /// The view's id (file stem, `--view ID`): views.cpp lists the views by it.
+    static constexpr const char* kId = "validation";
+    QString viewId() const override { return QString::fromLatin1(kId); }
     QString viewTitle() const override { return QStringLiteral("Validation"); }
     QString viewDescription() const override;
     QString emptyText() const override;

@@ -26,4 +26,11 @@ ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withCompari
     return data;
 }
 
+QString schemeLabel(const ResultSet* results, int index)
+{
+    if (!results || index < 0 || index >= static_cast<int>(results->schemes.size()))
+        return QStringLiteral("?");
+    return QString::fromStdString(results->schemes[static_cast<std::size_t>(index)].name);
+}
+
 } // namespace kvlens::widgets

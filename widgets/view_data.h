@@ -11,6 +11,7 @@
 #include "core/analysis/rate_distortion.h"
 
 #include <QMetaType>
+#include <QString>
 
 #include <memory>
 #include <vector>
@@ -42,6 +43,9 @@ struct ViewData {
 /// the comparison table only when `withComparisons`. Runs numerics: call it off the GUI thread.
 /// `cancel` is polled inside the comparisons (a newer request supersedes this one: Cancelled is thrown).
 ViewData makeViewData(std::shared_ptr<const ResultSet> results, bool withComparisons, const CancelToken& cancel = {});
+
+/// Name of scheme `index` of `results` as figures print it, "?" when there is none.
+QString schemeLabel(const ResultSet* results, int index);
 
 } // namespace kvlens::widgets
 

@@ -220,8 +220,9 @@ Result<CaptureResult> runCapture(const CaptureSpec& spec, const std::function<bo
     if (!model)
         return model.error();
 
+    // Tokenized only as far as the chunk reaches (offset + ctx tokens), cancellable while it reads.
     auto read = readModelInput(spec.modelDir, spec.textFile, spec.tokensFile, spec.parseSpecialTokens,
-                               model->config().vocab);
+                               model->config().vocab, static_cast<std::size_t>(spec.offset + spec.ctx), cancelled);
     if (!read)
         return read.error();
     std::vector<std::int32_t> tokens = std::move(read->tokens);

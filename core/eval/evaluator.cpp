@@ -1050,6 +1050,15 @@ std::uint64_t evalWorkingBytes(const EvalSpec& spec, const lm::ModelConfig& c, s
     return floats * sizeof(float) + scored * perToken * configurations + attribution + static_cast<std::uint64_t>(tokens) * 4;
 }
 
+std::size_t evalTokensNeeded(const EvalSpec& spec)
+{
+    if (spec.chunks <= 0)
+        return 0;
+    // Calibration (a chunk when -1, read either way: the bound only has to hold), then the chunks.
+    return static_cast<std::size_t>(std::max(0, spec.calibrationTokens) + spec.ctx)
+           + static_cast<std::size_t>(spec.chunks) * static_cast<std::size_t>(spec.ctx);
+}
+
 std::uint64_t memoryLimitMiB(double requestedMb)
 {
     if (requestedMb > 0.0)
@@ -1068,9 +1077,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks,
     if (auto ok = checkEvalSpec(spec, config->headDim); !ok)
         return ok.error();
     // The tokens first (only as many as the run needs), so the memory check sees the whole run.
-    const std::size_t needed = spec.chunks > 0 ? static_cast<std::size_t>(std::max(0, spec.calibrationTokens) + spec.ctx)
-                                                     + static_cast<std::size_t>(spec.chunks) * static_cast<std::size_t>(spec.ctx)
-                                               : 0;
+    const std::size_t needed = evalTokensNeeded(spec);
     auto read = readModelInput(spec.modelDir, spec.textFile, spec.tokensFile, spec.parseSpecialTokens, config->vocab,
                                needed, callbacks.cancelled);
     if (!read)

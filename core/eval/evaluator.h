@@ -100,6 +100,10 @@ struct EvalShard {
 /// attribution), and per scored token and configuration the statistics, top tokens and proxies.
 std::uint64_t evalWorkingBytes(const EvalSpec& spec, const lm::ModelConfig& config, std::int64_t tokens);
 
+/// Tokens of the text an evaluation reads at most (the tokenizer stops there): calibration and every
+/// chunk the spec asks for; 0 (all) when chunks is 0 (every whole chunk of the text).
+std::size_t evalTokensNeeded(const EvalSpec& spec);
+
 /// An eval spec's memory_limit_mb as MiB: the value given, or lm::defaultMemoryLimitMiB() for 0.
 std::uint64_t memoryLimitMiB(double requestedMb);
 

@@ -11,6 +11,8 @@
 #include <QApplication>
 #include <QFile>
 #include <QHelpEvent>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -38,13 +40,13 @@ EvalSpec closedFormSpec(std::vector<std::string> schemes, std::vector<int> budge
     return s;
 }
 
-/// The closed-form model's run: "exact" and KV at 1 bit over 64 tokens in chunks of 16.
-ModelRun closedFormRun()
+/// The closed-form model's run: "exact" and KV at 1 bit over 16 x `chunks` tokens in chunks of 16.
+ModelRun closedFormRun(int chunks = 4)
 {
     using namespace kvlens::test::closed_form;
     auto model = std::make_shared<const lm::Transformer>(closedFormModel(2));
     std::vector<std::int32_t> tokens;
-    for (int i = 0; i < 64; ++i)
+    for (int i = 0; i < 16 * chunks; ++i)
         tokens.push_back((i * 7 + 3) % kVocab);
     auto r = eval::runEval(closedFormSpec({"exact", "KV"}, {1}, 16), *model, tokens, std::nullopt);
     if (!r)
@@ -102,9 +104,11 @@ class TestOutputView : public QObject {
     Q_OBJECT
 private slots:
     void clickingATokenSetsTheQuery();
+    void theTextScrollsToTheLastChunkWhereAClickDrillsDown();
     void theStripShowsTheKnownWeights();
     void hoverHoldsTheTopFiveUnderBoth();
     void shadingFollowsTheKld();
+    void theSameKldHasTheSameColourInEveryConfiguration();
     void tokensAreShownEscaped();
     void configurationsAreCachedAcrossRuns();
     void aCancelledRunIsMarkedPartial();
@@ -138,6 +142,37 @@ void TestOutputView::clickingATokenSetsTheQuery()
     const QRect first = v.text()->scoredRect(0);
     QTest::mouseClick(v.text(), Qt::LeftButton, {}, QPoint(2, first.top() - 30));
     QCOMPARE(v.text()->selected(), scored);
+}
+
+void TestOutputView::theTextScrollsToTheLastChunkWhereAClickDrillsDown()
+{
+    // 21 chunks: more text than the pane holds in a 1366 x 768 window. Scrolled to the end, the last
+    // scored token is in view, and a click on it makes it the drill-down's query.
+    OutputView v;
+    v.resize(1366, 768);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setModelRun(closedFormRun(21));
+    v.setDrillHead(0, 0);
+    QVERIFY(v.waitUntilIdle(10000));
+    QCOMPARE(v.modelRun().result->chunksScored, 21);
+    const int last = static_cast<int>(v.modelRun().result->scored.size()) - 1;
+    QScrollArea* scroll = v.textScroll();
+    QScrollBar* bar = scroll->verticalScrollBar();
+    QTRY_VERIFY(bar->maximum() > 0);
+    const QRect box = v.text()->scoredRect(last);
+    QVERIFY2(!box.isEmpty(), "the last scored token is laid out");
+    QVERIFY(box.bottom() > scroll->viewport()->height()); // not on the first screen
+    bar->setValue(bar->maximum());
+    const QPoint shown = v.text()->mapTo(scroll->viewport(), box.center());
+    QVERIFY2(scroll->viewport()->rect().contains(shown), "scrolled to the end, the last token is in view");
+    QSignalSpy probed(&v, &OutputView::probed);
+    QTest::mouseClick(v.text(), Qt::LeftButton, {}, box.center());
+    QVERIFY(probed.wait(10000));
+    QCOMPARE(probed.front().front().toString(), QString());
+    QCOMPARE(v.text()->selected(), last);
+    QVERIFY(v.strip()->attention().has_value());
+    QCOMPARE(v.strip()->attention()->scored, last);
 }
 
 void TestOutputView::theStripShowsTheKnownWeights()
@@ -234,6 +269,45 @@ void TestOutputView::shadingFollowsTheKld()
         previousLightness = expected.lightnessF();
     }
     QCOMPARE(kldColour(0.0, floor, top).rgb(), QColor(255, 255, 255).rgb()); // zero: unshaded
+}
+
+void TestOutputView::theSameKldHasTheSameColourInEveryConfiguration()
+{
+    // Two configurations: A's KLDs 0.001, 0.01, 0.1 and B's ten times those. One scale for both: from
+    // the decade of the pooled 5th percentile (0.001 .. 0.01 interpolated: 1e-3) to the worst token of
+    // either (1.0); A's token 1 and B's token 0 (both 0.01 nats) are drawn in one colour.
+    ModelRun run = handMadeRun();
+    auto r = std::make_shared<eval::EvalResult>(*run.result);
+    eval::ConfigurationResult b = r->configurations[0];
+    b.name = "KQV";
+    for (lm::TokenStat& t : b.tokens)
+        t.kld *= 10.0;
+    r->configurations.push_back(b);
+    run.result = r;
+    OutputView v;
+    v.resize(1000, 700);
+    v.show();
+    v.setModelRun(run);
+    v.setConfiguration(0);
+    QCoreApplication::processEvents();
+    const double floorA = v.text()->floor(), topA = v.text()->top();
+    const QImage a = v.text()->grab().toImage();
+    const QColor tokenOfA = a.pixelColor(v.text()->scoredRect(1).topLeft() + QPoint(1, 1));
+    v.setConfiguration(1);
+    QCoreApplication::processEvents();
+    QCOMPARE(v.text()->configuration(), 1);
+    QCOMPARE(v.text()->floor(), floorA);
+    QCOMPARE(v.text()->top(), topA);
+    KVLENS_COMPARE_REL(topA, 1.0, 1e-12);
+    KVLENS_COMPARE_REL(floorA, 1e-3, 1e-9);
+    const QImage bImage = v.text()->grab().toImage();
+    const QColor tokenOfB = bImage.pixelColor(v.text()->scoredRect(0).topLeft() + QPoint(1, 1));
+    QCOMPARE(tokenOfB.rgb(), tokenOfA.rgb());
+    QCOMPARE(tokenOfA.rgb(), kldColour(0.01, floorA, topA).rgb());
+    // And B's worst token (1.0) is darker than A's (0.1): the scale is not stretched per configuration.
+    const QColor worstOfB = bImage.pixelColor(v.text()->scoredRect(2).topLeft() + QPoint(1, 1));
+    const QColor worstOfA = a.pixelColor(v.text()->scoredRect(2).topLeft() + QPoint(1, 1));
+    QVERIFY(worstOfB.lightnessF() < worstOfA.lightnessF());
 }
 
 void TestOutputView::tokensAreShownEscaped()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Teaching view offscreen: every stage reveals its panel and caption, sliders recompute in the background, exports.
+#include "common/approx.h"
 #include "widgets/figure_export.h"
+#include "widgets/figures/teaching_figure.h"
 #include "widgets/teaching_view.h"
 #include "widgets/views.h"
 
@@ -13,6 +15,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QXmlStreamReader>
+
+#include <cmath>
 
 using namespace kvlens;
 using namespace kvlens::widgets;
@@ -80,6 +84,37 @@ private slots:
         QCOMPARE(view.stage(), 0);
         QCOMPARE(view.panelPointCount(TeachingView::TopWeights), 0);
         QVERIFY(view.panelPointCount(TeachingView::ScoreHistogram) > 0);
+    }
+
+    void theKlPanelIsKlOfTheWeightsItShows()
+    {
+        // The description's values: the KL bars equal sum_j p_j log(p_j / p^_j), computed here from the
+        // weights computeTeaching returns; a stage not yet reached holds no points.
+        TeachingConfig config;
+        config.tokens = 256;
+        config.d = 64;
+        config.sweepRepeats = 0;
+        auto result = computeTeaching(config);
+        QVERIFY2(result.ok(), result.ok() ? "" : result.error().text().c_str());
+        const TeachingResult& r = *result;
+        const FigureSpec f = teachingFigure(&r, {}, static_cast<int>(TeachingStage::Output), 0.0);
+        QCOMPARE(static_cast<int>(f.panels.size()), static_cast<int>(TeachingPanel::Count));
+        const auto bars = f.dataSeries(static_cast<int>(TeachingPanel::Kl));
+        QCOMPARE(static_cast<int>(bars.size()), 2);
+        for (int s = 0; s < 2; ++s) {
+            const std::vector<float>& hat = r.schemes[static_cast<std::size_t>(s)].chain.probsHat;
+            QCOMPARE(hat.size(), r.probs.size());
+            double kl = 0.0;
+            for (std::size_t j = 0; j < r.probs.size(); ++j)
+                if (r.probs[j] > 0.0)
+                    kl += r.probs[j] * std::log(r.probs[j] / static_cast<double>(hat[j]));
+            QVERIFY(kl > 0.0);
+            QCOMPARE(bars[static_cast<std::size_t>(s)]->size(), 1);
+            KVLENS_COMPARE_REL(bars[static_cast<std::size_t>(s)]->y.front(), kl, 1e-4); // p^ is stored as float
+        }
+        const FigureSpec first = teachingFigure(&r, {}, static_cast<int>(TeachingStage::ScoreNoise), 0.0);
+        QVERIFY(first.dataSeries(static_cast<int>(TeachingPanel::Kl)).empty());
+        QVERIFY(!first.dataSeries(static_cast<int>(TeachingPanel::ScoreHistogram)).empty());
     }
 
     void budgetSliderRecomputesInTheBackground()

@@ -7,6 +7,7 @@
 #include "widgets/comparison_view.h"
 #include "widgets/export_dialog.h"
 #include "widgets/figure_export.h"
+#include "widgets/figures/sweep_figure.h"
 #include "widgets/formula_label.h"
 #include "widgets/kl_distribution_view.h"
 #include "widgets/model_map_view.h"
@@ -536,6 +537,19 @@ private slots:
         QCOMPARE(view.plot()->formulaLayout(view.plot()->xAxis).hats.size(), std::size_t{1});
     }
 
+    void schemeNamesAreNotTypesetAsFormulas()
+    {
+        // llama.cpp's type names hold "_<digit>" and "_<letters>" after a digit: names, set as written.
+        for (const char* name : {"q8_0", "K=q8_0,V=q4_0", "iq4_nl", "q5_1 n=2"}) {
+            QVERIFY2(!isFormula(QString::fromLatin1(name)), name);
+            QCOMPARE(formulaPlainText(QString::fromLatin1(name)), QString::fromLatin1(name));
+        }
+        // A letter's subscript and a power still are scripts.
+        QVERIFY(isFormula(QStringLiteral("φ_K")));
+        QCOMPARE(formulaPlainText(QStringLiteral("SNR_{T}")), QStringLiteral("SNRT"));
+        QVERIFY(isFormula(QStringLiteral("10^3")));
+    }
+
     void denseCloudsAreRasterizedInVectorExports()
     {
         // The default run's per-vector Shannon-phi plane: 36 864 markers. Vector files keep axes,
@@ -691,6 +705,79 @@ private slots:
         QCOMPARE(csvRows(shannon.dataCsv()).size(), 1 + 2 * 2 * 2); // point 0 only: schemes x budgets x seeds
         shannon.setPoint(2);
         QCOMPARE(csvRows(shannon.dataCsv()).size(), 1 + 2 * 2 * 2);
+    }
+
+    void sweepFigureValuesAreTheSeedMeansOfTheTrials()
+    {
+        // The description, not the drawing: each line's point at nu is the mean over seeds of each
+        // trial's mean KL over its queries (computed here from the raw trials), its interval the
+        // sweep cell's seed interval.
+        auto spec = specFromJson(R"({"regime": "heavy_tail", "d": 32, "tokens": 64, "queries": 8, "budgets": [3, 4],
+                                    "seeds": {"count": 3}, "schemes": ["KV", "KQV"], "sweep": {"regime.nu": [1.5, 3, 30]},
+                                    "comparisons": {"bootstrap": 50, "permutations": 19}})");
+        QVERIFY(spec.ok());
+        CpuBackend backend(2);
+        auto results = runExperiment(*spec, backend);
+        QVERIFY(results.ok());
+        const ViewData data = makeViewData(std::make_shared<const ResultSet>(std::move(results).value()), true);
+        SweepChoice choice;
+        choice.xParameter = QStringLiteral("regime.nu");
+        choice.metric = 0; // mean KL
+        const FigureSpec f = sweepFigure(data, choice);
+        const auto lines = f.dataSeries(0);
+        QCOMPARE(static_cast<int>(lines.size()), 2 * 2);
+        const ResultSet& r = *data.results;
+        int checked = 0;
+        for (const SeriesSpec* line : lines) {
+            QCOMPARE(line->size(), 3);
+            // Which (scheme, budget) the line is, from its legend name "KV n=3".
+            int scheme = -1, budget = 0;
+            for (std::size_t sc = 0; sc < r.schemes.size(); ++sc)
+                for (int n : {3, 4})
+                    if (line->name == QString::fromStdString(r.schemes[sc].name) + QStringLiteral(" n=%1").arg(n)) {
+                        scheme = static_cast<int>(sc);
+                        budget = n;
+                    }
+            QVERIFY2(scheme >= 0, qPrintable(line->name));
+            for (int i = 0; i < line->size(); ++i) {
+                const double nu = line->x[i];
+                double sum = 0.0;
+                int seeds = 0;
+                for (const TrialResult& t : r.trials) {
+                    if (t.key.scheme != scheme || t.key.budget != budget || r.spec.pointValues(t.key.point).front() != nu)
+                        continue;
+                    double kl = 0.0;
+                    for (float v : t.kl)
+                        kl += v;
+                    sum += kl / static_cast<double>(t.kl.size());
+                    ++seeds;
+                }
+                QCOMPARE(seeds, 3);
+                KVLENS_COMPARE_REL(line->y[i], sum / seeds, 1e-6);
+                // The interval's ends are the sweep cell's seed interval, about the mean.
+                int cells = 0;
+                for (const SweepCell& c : data.figures->sweep)
+                    if (c.scheme == scheme && c.budget == budget && r.spec.pointValues(c.point).front() == nu) {
+                        KVLENS_COMPARE_REL(line->y[i] + line->errorPlus[i], c.klMean.high, 1e-9);
+                        QVERIFY(c.klMean.low < c.klMean.mean && c.klMean.mean < c.klMean.high);
+                        if (c.klMean.low > 0.0) {
+                            KVLENS_COMPARE_REL(line->y[i] - line->errorMinus[i], c.klMean.low, 1e-9);
+                        } else {
+                            // A lower end at or below 0 has no place on the log axis: no downward bar,
+                            // a marker under the point instead.
+                            QCOMPARE(line->errorMinus[i], 0.0);
+                            const int mark = f.findSeries(QStringLiteral("interval reaches 0"));
+                            QVERIFY(mark >= 0);
+                            QVERIFY(f.series[static_cast<std::size_t>(mark)].x.contains(nu));
+                        }
+                        ++cells;
+                    }
+                QCOMPARE(cells, 1);
+                ++checked;
+            }
+        }
+        QCOMPARE(checked, 4 * 3);
+        QCOMPARE(f.panels.front().x.ticks, AxisSpec::Ticks::LogTuned); // nu spans 1.5 .. 30
     }
 
     void everyViewDescribesItself()
