@@ -117,6 +117,8 @@ struct EvalResult {
     /// top-1 agrees (finishEvalResult makes the rows' means, errors and same-top shares from them).
     std::vector<std::vector<AttributionToken>> attributionTokens;
     std::vector<int> chunkIndices;   ///< the text's chunks this result scored, increasing (all, or a shard's)
+    std::uint64_t modelHash = 0;     ///< lm::Transformer::dataHash of the weights
+    std::uint64_t tokensHash = 0;    ///< eval::tokensHash of the ids the run reads (calibration and every chunk)
     int shardIndex = 0, shardCount = 1; ///< which fixed 1/shardCount of the chunks (0 of 1: all)
     std::vector<double> referenceNll;   ///< per scored position: -log p_base(next)
     double referenceNllMean = 0.0;   ///< mean -log p_base(next) over the scored tokens

@@ -198,6 +198,8 @@ void writeBody(Writer& w, const EvalResult& e)
         w.i32(v);
     w.u32(e.bos ? 1u : 0u);
     w.i32(e.bos.value_or(0));
+    w.u64(e.modelHash);
+    w.u64(e.tokensHash);
     w.f64(e.elapsedMs);
     w.f64(e.forwardMs);
     w.u64(static_cast<std::uint64_t>(e.forwardTokens));
@@ -294,6 +296,8 @@ void readBody(Reader& r, EvalResult& e)
     const std::int32_t bos = r.i32();
     if (hasBos)
         e.bos = bos;
+    e.modelHash = r.u64();
+    e.tokensHash = r.u64();
     e.elapsedMs = r.f64();
     e.forwardMs = r.f64();
     e.forwardTokens = static_cast<long long>(r.u64() & 0x7fffffffffffffffULL);

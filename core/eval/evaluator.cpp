@@ -4,6 +4,7 @@
 #include "core/eval/evaluator.h"
 
 #include "core/common/memory.h"
+#include "core/eval/eval_shard.h"
 #include "core/eval/model_input.h"
 #include "core/io/ggml_dot.h"
 #include "core/lm/hf_config.h"
@@ -501,6 +502,10 @@ private:
         // A shard scores a fixed 1/N of the chunks: [C i / N, C (i + 1) / N), the same whatever else runs.
         m_result.shardIndex = m_shard.index;
         m_result.shardCount = m_shard.count;
+        m_result.modelHash = m_model.dataHash();
+        const auto used = static_cast<std::size_t>(m_chunking.calibration)
+                          + static_cast<std::size_t>(m_chunking.chunks) * static_cast<std::size_t>(m_chunking.ctx);
+        m_result.tokensHash = tokensHash(std::vector<std::int32_t>(m_tokens.begin(), m_tokens.begin() + static_cast<std::ptrdiff_t>(used)));
         const long long total = m_chunking.chunks;
         for (long long c = total * m_shard.index / m_shard.count; c < total * (m_shard.index + 1) / m_shard.count; ++c)
             m_result.chunkIndices.push_back(static_cast<int>(c));

@@ -664,6 +664,15 @@ Result<ForwardResult> Transformer::forward(std::span<const std::int32_t> tokens,
 {
     if (auto s = checkOptions(m_config, tokens, options); !s)
         return s.error();
+    if (m_device)
+        return m_device->forward(*this, tokens, options);
+    return forwardOnCpu(tokens, options);
+}
+
+Result<ForwardResult> Transformer::forwardOnCpu(std::span<const std::int32_t> tokens, const ForwardOptions& options) const
+{
+    if (auto s = checkOptions(m_config, tokens, options); !s)
+        return s.error();
     try {
         Pass pass(m_config, *m_tensors, options, m_threads, static_cast<int>(tokens.size()));
         return pass.run(tokens);

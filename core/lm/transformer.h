@@ -164,6 +164,21 @@ struct ForwardResult {
     std::optional<AttentionDamage> damage; ///< when requested
 };
 
+class Transformer;
+
+/// A forward pass computed elsewhere than on the CPU (gpu/'s OpenCL forward implements it): the same
+/// ForwardResult as the CPU pass, to the tolerance its tests state. Core holds only this interface.
+class ForwardDevice {
+public:
+    virtual ~ForwardDevice() = default;
+    /// The pass of `model` over `tokens`; `options` were checked by Transformer::forward.
+    virtual Result<ForwardResult> forward(const Transformer& model, std::span<const std::int32_t> tokens,
+                                          const ForwardOptions& options) const = 0;
+    /// What runs where, for the run's files and status line ("OpenCL: NVIDIA H200; products on the
+    /// device, the codecs of ... on the CPU").
+    virtual std::string label() const = 0;
+};
+
 /// A decoder-only transformer (Llama, Mistral, Qwen2, GPT-2) over weights in their stored types.
 ///
 /// A chunk of T tokens at positions 0..T-1 runs in one causal pass: every projection is one matrix
@@ -200,6 +215,10 @@ public:
     /// hashTensors of the weights, computed on the first call (it reads every weight) and kept;
     /// thread-safe. Shards and reused runs of an evaluation must agree on it.
     std::uint64_t dataHash() const;
+    /// Runs every later forward on `device` (null: the CPU again). The device keeps what it uploaded.
+    /// Copies of the Transformer share the device.
+    void setDevice(std::shared_ptr<const ForwardDevice> device) { m_device = std::move(device); }
+    const ForwardDevice* device() const { return m_device.get(); }
 
     /// Logits of `tokens` (ids in [0, vocab)) as one chunk at positions 0..T-1. Refused naming the
     /// field: no tokens, an id out of range ('tokens[i]'), a chunk longer than maxChunkTokens()
@@ -208,6 +227,9 @@ public:
     /// the wrong shape or a non-finite value (naming layer, KV head and row), cancellation
     /// (Error::cancellation()), and memory exhaustion.
     Result<ForwardResult> forward(std::span<const std::int32_t> tokens, const ForwardOptions& options = {}) const;
+    /// The same pass on the CPU whatever device is set (a device falls back to it for what it does
+    /// not compute itself).
+    Result<ForwardResult> forwardOnCpu(std::span<const std::int32_t> tokens, const ForwardOptions& options = {}) const;
 
 private:
     Transformer(ModelConfig config, ModelTensors tensors, int threads);
@@ -222,6 +244,7 @@ private:
         std::uint64_t value = 0;
     };
     std::shared_ptr<HashOnce> m_hash = std::make_shared<HashOnce>();
+    std::shared_ptr<const ForwardDevice> m_device;
 };
 
 } // namespace kvlens::lm
