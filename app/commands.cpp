@@ -182,6 +182,8 @@ int runEvalSpecMode(const cli::Arguments& args, std::ostream& out, std::ostream&
         return refuse(err, "kvlens", spec.error());
     options.spec = std::move(spec).value();
     options.spec.threads = static_cast<int>(args.integer("--threads", options.spec.threads));
+    if (auto ok = applyBackendOptions(options.spec, args.value("--backend"), args.value("--device")); !ok)
+        return refuse(err, "kvlens", ok.error());
     options.outDir = args.value("--out");
     options.quiet = args.has("--quiet");
     options.figures = !args.has("--no-figures");
@@ -359,11 +361,12 @@ std::vector<Command> makeModes()
                         pick({"--batch", "--validate", "--out", "--threads", "--quiet", "--device"}, {"--out"}),
                         NeedsApplication::No, runBatchMode));
     rows.push_back(mode("--batch EVAL.json", "an evaluation (EVAL.json)",
-                        "kvlens --batch EVAL.json --out DIR [--threads N] [--shard i/n] [--quiet] [--no-figures] [figure options]",
+                        "kvlens --batch EVAL.json --out DIR [--threads N] [--backend B] [--device D] [--shard i/n] [--quiet]\n"
+                        "       [--no-figures] [figure options]",
                         "run an eval spec (kvlens eval's spec.json) and write what kvlens eval writes; with --shard, a fixed "
-                        "1/n of its chunks for kvlens merge",
-                        pick({"--batch", "--out", "--threads", "--shard", "--quiet", "--no-figures", "--width", "--dpi",
-                              "--font-family", "--font-size"},
+                        "1/n of its chunks for kvlens merge; --backend and --device choose where its forward runs",
+                        pick({"--batch", "--out", "--threads", "--backend", "--device", "--shard", "--quiet", "--no-figures",
+                              "--width", "--dpi", "--font-family", "--font-size"},
                              {"--out"}),
                         NeedsApplication::ForFigures, runEvalSpecMode));
     rows.push_back(mode("--reproduce", "--reproduce",

@@ -24,7 +24,8 @@ struct EvalIdentity {
 
 /// The spec's hash over every field that changes a number or a file: the spec JSON with the model
 /// and text paths left out (their contents are EvalIdentity's data hashes, so one model at two paths
-/// is one run), and threads and memory_limit_mb left out (they change neither).
+/// is one run), and threads, memory_limit_mb, backend and device left out (they change neither, beyond
+/// the float rounding of where the forward ran, which each run's files state).
 std::uint64_t evalSpecHash(const EvalSpec& spec);
 /// FNV-1a of the token ids, in order.
 std::uint64_t tokensHash(const std::vector<std::int32_t>& tokens);
