@@ -72,8 +72,9 @@ std::vector<cli::Option> mainOptionRows()
                   "run only shard i of n (0 <= i < n) of the spec's trials, for a job array; bring the n "
                   "directories together with kvlens merge"),
         cli::text("--reuse", "DIR",
-                  "take the trials an earlier --batch or --shard directory computed (same data, scheme, budget, "
-                  "seed and backend); compute only the others"),
+                  "take what an earlier run DIR computed: the trials of an earlier --batch or --shard directory (same "
+                  "data, scheme, budget, seed and backend), or the configurations of an earlier evaluation of the same "
+                  "model, text and settings; compute only the others"),
         cli::flag("--reproduce",
                   "run the shipped presets and write DIR/report.html: every claim of papers A, B and C with its "
                   "measured figure, interval or p-value and computed verdict, plus figures and CSVs"),
@@ -185,6 +186,7 @@ int runEvalSpecMode(const cli::Arguments& args, std::ostream& out, std::ostream&
     if (auto ok = applyBackendOptions(options.spec, args.value("--backend"), args.value("--device")); !ok)
         return refuse(err, "kvlens", ok.error());
     options.outDir = args.value("--out");
+    options.reuseDir = withoutTrailingSlashes(args.value("--reuse"));
     options.quiet = args.has("--quiet");
     options.figures = !args.has("--no-figures");
     const auto figure = figureOptions(args, options.figures);
@@ -361,12 +363,12 @@ std::vector<Command> makeModes()
                         pick({"--batch", "--validate", "--out", "--threads", "--quiet", "--device"}, {"--out"}),
                         NeedsApplication::No, runBatchMode));
     rows.push_back(mode("--batch EVAL.json", "an evaluation (EVAL.json)",
-                        "kvlens --batch EVAL.json --out DIR [--threads N] [--backend B] [--device D] [--shard i/n] [--quiet]\n"
-                        "       [--no-figures] [figure options]",
+                        "kvlens --batch EVAL.json --out DIR [--threads N] [--backend B] [--device D] [--shard i/n] [--reuse OLD]\n"
+                        "       [--quiet] [--no-figures] [figure options]",
                         "run an eval spec (kvlens eval's spec.json) and write what kvlens eval writes; with --shard, a fixed "
                         "1/n of its chunks for kvlens merge; --backend and --device choose where its forward runs",
-                        pick({"--batch", "--out", "--threads", "--backend", "--device", "--shard", "--quiet", "--no-figures",
-                              "--width", "--dpi", "--font-family", "--font-size"},
+                        pick({"--batch", "--out", "--threads", "--backend", "--device", "--shard", "--reuse", "--quiet",
+                              "--no-figures", "--width", "--dpi", "--font-family", "--font-size"},
                              {"--out"}),
                         NeedsApplication::ForFigures, runEvalSpecMode));
     rows.push_back(mode("--reproduce", "--reproduce",

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -109,6 +110,8 @@ cli::Syntax evalSyntax()
              cli::text("--device", "D",
                        "OpenCL device: an index or a name substring (implies --backend opencl); default: "
                        "$KVLENS_OPENCL_DEVICE, else the first GPU, else the first CPU device"),
+             cli::text("--reuse", "OLD", "take the configurations an earlier evaluation OLD of the same model, text "
+                                         "and settings computed; compute only the others"),
              cli::flag("--quiet", "no progress line"),
              cli::flag("--no-figures", "write the tables only, no figures"),
              cli::text("--out", "DIR", "the output directory, staged and put in place whole").isRequired()},
@@ -117,9 +120,9 @@ cli::Syntax evalSyntax()
 
 const std::vector<std::string>& evalRunOptions()
 {
-    static const std::vector<std::string> names{"--out",     "--quiet",  "--no-figures", "--threads",
-                                                "--shard",   "--backend", "--device",    "--width",
-                                                "--dpi",     "--font-family", "--font-size"};
+    static const std::vector<std::string> names{"--out",     "--quiet",   "--no-figures", "--threads",
+                                                "--shard",   "--reuse",   "--backend",    "--device",
+                                                "--width",   "--dpi",     "--font-family", "--font-size"};
     return names;
 }
 
@@ -217,6 +220,7 @@ Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args)
             return shard.error();
         o.shard = *shard;
     }
+    o.reuseDir = withoutTrailingSlashes(args.value("--reuse"));
     if (auto ok = checkEvalSpec(o.spec); !ok)
         return ok.error();
     return o;
@@ -235,6 +239,22 @@ Result<eval::EvalShard> parseEvalShard(const std::string& text)
 }
 
 namespace {
+
+/// Configurations of `r` whose every token equals one of `old`'s (what --reuse took).
+std::size_t reusedCount(const eval::EvalResult& r, const eval::EvalResult& old)
+{
+    std::size_t n = 0;
+    for (const eval::ConfigurationResult& c : r.configurations)
+        for (const eval::ConfigurationResult& o : old.configurations)
+            if (o.name == c.name && o.budget == c.budget && !c.tokens.empty() && o.tokens.size() == c.tokens.size()
+                && std::equal(c.tokens.begin(), c.tokens.end(), o.tokens.begin(), [](const lm::TokenStat& a, const lm::TokenStat& b) {
+                       return a.kld == b.kld && a.nllQ == b.nllQ;
+                   })) {
+                ++n;
+                break;
+            }
+    return n;
+}
 
 /// The progress line on `err`: percentage, elapsed, ETA, stage; at most ten updates a second.
 eval::EvalCallbacks progressLine(const EvalOptions& options, std::ostream& err)
@@ -267,7 +287,7 @@ eval::EvalCallbacks progressLine(const EvalOptions& options, std::ostream& err)
 std::vector<std::pair<std::string, std::string>> runRecord(const eval::EvalResult& r)
 {
     const std::string shard = eval::encodeEvalShard(r);
-    const eval::EvalIdentity identity{eval::evalSpecHash(r.spec), r.modelHash, r.tokensHash, KVLENS_VERSION};
+    const eval::EvalIdentity identity{eval::evalSpecHash(r.spec), r.modelHash, r.tokensHash, KVLENS_VERSION, r.threads};
     const std::uint64_t checksum = fnv1a64(shard);
     return {{"eval_shard.bin", shard}, {"manifest.json", eval::evalManifestJson(r, identity, checksum)}};
 }
@@ -341,8 +361,54 @@ int writeEvalRun(const eval::EvalResult& result, const EvalOptions& options, io:
     return finishRun(staged, written, report.str(), out, err);
 }
 
+namespace {
+
+/// The largest eval_shard.bin read (a run's per-token data; a real study's is megabytes).
+constexpr std::uint64_t kMaxEvalShardBytes = 16ull << 30;
+
+} // namespace
+
+Result<eval::EvalShardInput> readEvalRecord(const std::string& dir)
+{
+    eval::EvalShardInput in;
+    in.dir = dir;
+    auto text = io::readRegularFile(dir + "/manifest.json", io::kMaxManifestBytes);
+    if (!text)
+        return Error{dir, "no readable manifest.json (not an evaluation's directory, or its run did not finish): "
+                              + text.error().message};
+    auto manifest = eval::parseEvalManifest(*text, dir + "/manifest.json");
+    if (!manifest)
+        return manifest.error();
+    in.manifest = std::move(*manifest);
+    auto spec = loadEvalSpecFile(dir + "/spec.json");
+    if (!spec)
+        return spec.error();
+    if (eval::evalSpecHash(*spec) != in.manifest.identity.specHash)
+        return Error{dir + "/spec.json", "is not the spec its manifest names (the spec hashes differ)"};
+    auto bytes = io::readRegularFile(dir + "/eval_shard.bin", kMaxEvalShardBytes);
+    if (!bytes)
+        return bytes.error();
+    if (fnv1a64(*bytes) != in.manifest.checksum)
+        return Error{dir + "/eval_shard.bin", "does not match its manifest's checksum (damaged, or from another run)"};
+    in.result.spec = std::move(*spec);
+    if (auto s = eval::decodeEvalShard(*bytes, dir + "/eval_shard.bin", in.result); !s)
+        return s.error();
+    if (in.result.chunkIndices != in.manifest.chunks)
+        return Error{dir + "/eval_shard.bin", "does not hold the chunks its manifest lists"};
+    return in;
+}
+
 int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err)
 {
+    std::optional<eval::EvalShardInput> reuse;
+    if (!options.reuseDir.empty()) {
+        auto record = readEvalRecord(options.reuseDir);
+        if (!record) {
+            err << "kvlens: --reuse: " << record.error().text() << "\n";
+            return kExitRefused;
+        }
+        reuse = std::move(*record);
+    }
     auto staged = io::StagedDirectory::begin(options.outDir);
     if (!staged) {
         err << "kvlens: " << staged.error().text() << "\n";
@@ -353,7 +419,7 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
     const EvalSpec& spec = options.spec;
     std::ostream* progress = options.quiet ? nullptr : &err;
     callbacks.prepare = [&spec, &err, progress](lm::Transformer& model) { return prepareForward(spec, model, err, progress); };
-    auto result = eval::runEval(options.spec, callbacks, options.shard);
+    auto result = eval::runEval(options.spec, callbacks, options.shard, reuse ? &reuse->result : nullptr);
     if (!options.quiet)
         err << "\n";
     if (!result) {
@@ -366,6 +432,9 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
         staged->abort();
         return InterruptScope::exitStatus();
     }
+    if (reuse)
+        out << "reused " << reusedCount(*result, reuse->result) << " of " << result->configurations.size()
+            << " configurations from " << options.reuseDir << "\n";
     return writeEvalRun(*result, options, *staged, out, err);
 }
 

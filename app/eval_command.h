@@ -5,6 +5,7 @@
 #include "app/cli.h"
 #include "core/common/result.h"
 #include "core/eval/eval_result.h"
+#include "core/eval/eval_shard.h"
 #include "core/eval/evaluator.h"
 #include "core/io/staged_dir.h"
 #include "core/spec/eval_spec.h"
@@ -23,7 +24,12 @@ struct EvalOptions {
     bool figures = true;
     widgets::ExportOptions figure;
     eval::EvalShard shard; ///< --shard i/n: a fixed 1/n of the chunks (0 of 1: the whole run)
+    std::string reuseDir;  ///< --reuse OLD: an earlier evaluation whose configurations this run takes
 };
+
+/// An evaluation's directory (a whole run, a merged one or a shard): manifest.json, spec.json and
+/// eval_shard.bin read and checked against each other (the spec hash, the checksum, the chunks).
+Result<eval::EvalShardInput> readEvalRecord(const std::string& dir);
 
 /// "i/n" as a shard: 0 <= i < n <= 1048576, refused naming --shard otherwise.
 Result<eval::EvalShard> parseEvalShard(const std::string& text);

@@ -50,39 +50,6 @@ MergeOptions mergeOptionsFrom(const cli::Arguments& args)
 
 namespace {
 
-/// The largest eval_shard.bin merge reads (a run's per-token data; a real study's is megabytes).
-constexpr std::uint64_t kMaxEvalShardBytes = 16ull << 30;
-
-/// One eval shard directory: manifest, spec and eval_shard.bin read and checked against each other.
-Result<eval::EvalShardInput> readEvalShard(const std::string& dir)
-{
-    eval::EvalShardInput in;
-    in.dir = dir;
-    auto text = readWholeFile(dir + "/manifest.json", io::kMaxManifestBytes);
-    if (!text)
-        return text.error();
-    auto manifest = eval::parseEvalManifest(*text, dir + "/manifest.json");
-    if (!manifest)
-        return manifest.error();
-    in.manifest = std::move(*manifest);
-    auto spec = loadEvalSpecFile(dir + "/spec.json");
-    if (!spec)
-        return spec.error();
-    if (eval::evalSpecHash(*spec) != in.manifest.identity.specHash)
-        return Error{dir + "/spec.json", "is not the spec its manifest names (the spec hashes differ)"};
-    auto bytes = readWholeFile(dir + "/eval_shard.bin", kMaxEvalShardBytes);
-    if (!bytes)
-        return bytes.error();
-    if (fnv1a64(*bytes) != in.manifest.checksum)
-        return Error{dir + "/eval_shard.bin", "does not match its manifest's checksum (damaged, or from another run)"};
-    in.result.spec = std::move(*spec);
-    if (auto s = eval::decodeEvalShard(*bytes, dir + "/eval_shard.bin", in.result); !s)
-        return s.error();
-    if (in.result.chunkIndices != in.manifest.chunks)
-        return Error{dir + "/eval_shard.bin", "does not hold the chunks its manifest lists"};
-    return in;
-}
-
 /// kvlens merge of an evaluation's shards: read, checked and merged (eval::mergeEvalShards), then
 /// written by the one writer of kvlens eval, as the unsharded run writes them.
 int runEvalMerge(const MergeOptions& options, std::ostream& out, std::ostream& err)
@@ -93,7 +60,7 @@ int runEvalMerge(const MergeOptions& options, std::ostream& out, std::ostream& e
             err << "kvlens merge: --out " << options.outDir << " is one of the shard directories; choose another\n";
             return kExitRefused;
         }
-        auto shard = readEvalShard(dir);
+        auto shard = readEvalRecord(dir);
         if (!shard) {
             err << "kvlens merge: " << shard.error().text() << "; nothing written\n";
             return kExitRefused;

@@ -161,9 +161,6 @@ double productGflops(const WeightMatrix& w, int rows, int threads)
     return 2.0 * rows * double(w.rows()) * double(w.cols()) / (ms * 1e6);
 }
 
-/// One model at its real size: load (memory-mapped, stored types), the product rate of its MLP
-/// matrix, a forward of `ctx` tokens scoring the second half as kvlens eval does, peak RSS against
-/// the mapped weights.
 /// Where --backend opencl runs: the --device request ("" for the default device).
 struct OpenClRequest {
     std::string device;
@@ -211,6 +208,9 @@ int benchDevice(const Transformer& model, const std::vector<std::int32_t>& token
     return 0;
 }
 
+/// One model at its real size: load (memory-mapped, stored types), the product rate of its MLP
+/// matrix, a forward of `ctx` tokens scoring the second half as kvlens eval does, peak RSS against
+/// the mapped weights; with `opencl`, the device's row (benchDevice).
 int benchModel(const std::string& path, int ctx, int threads, const std::optional<OpenClRequest>& opencl)
 {
     LoadOptions options;

@@ -31,7 +31,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 built=()
-for target in npy npz safetensors gguf spec tokenizer_json hf_config weight_index cli; do
+for target in npy npz safetensors gguf spec eval_spec eval_shard tokenizer_json hf_config weight_index cli; do
   # One target at a time, so a core file that this Clang cannot compile stops only the target that needs it.
   if ! cmake --build "$build_dir" -j"$jobs" --target "fuzz_$target" >"$fuzz_dir/build_$target.log" 2>&1; then
     echo "fuzz_$target: BUILD FAILED (log: $fuzz_dir/build_$target.log)" >&2
@@ -48,6 +48,10 @@ fuzz_one() {
   mkdir -p "$corpus" "$artifacts"
   if [ "$target" = spec ]; then
     cp resources/presets/*.json resources/examples/*.json tests/data/spec_*.json "$corpus"/
+  elif [ "$target" = eval_spec ]; then
+    cp tests/data/eval_specs/*.json "$corpus"/
+  elif [ "$target" = eval_shard ]; then
+    printf 'seed' >"$corpus/empty" # the body of a shard file: the fuzzer builds it from nothing
   elif [ "$target" = gguf ]; then
     cp tests/data/gguf/*.gguf "$corpus"/
   elif [ "$target" = cli ]; then

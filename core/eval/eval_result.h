@@ -118,6 +118,9 @@ struct EvalResult {
     std::vector<std::vector<AttributionToken>> attributionTokens;
     std::vector<int> chunkIndices;   ///< the text's chunks this result scored, increasing (all, or a shard's)
     std::uint64_t modelHash = 0;     ///< lm::Transformer::dataHash of the weights
+    /// Worker threads of the forward passes: the products split their columns by thread, so two runs
+    /// agree to the last bit only on the same number (shards and reused runs are checked for it).
+    int threads = 0;
     std::uint64_t tokensHash = 0;    ///< eval::tokensHash of the ids the run reads (calibration and every chunk)
     int shardIndex = 0, shardCount = 1; ///< which fixed 1/shardCount of the chunks (0 of 1: all)
     std::vector<double> referenceNll;   ///< per scored position: -log p_base(next)

@@ -194,7 +194,7 @@ void writeBody(Writer& w, const EvalResult& e)
 {
     w.text(e.modelSummary);
     w.text(e.tokenizer);
-    for (int v : {e.layers, e.kvHeads, e.headDim, e.vocab, e.calibrationTokens, e.shardIndex, e.shardCount})
+    for (int v : {e.layers, e.kvHeads, e.headDim, e.vocab, e.calibrationTokens, e.shardIndex, e.shardCount, e.threads})
         w.i32(v);
     w.u32(e.bos ? 1u : 0u);
     w.i32(e.bos.value_or(0));
@@ -288,7 +288,7 @@ void readBody(Reader& r, EvalResult& e)
 {
     e.modelSummary = r.text();
     e.tokenizer = r.text();
-    for (int* v : {&e.layers, &e.kvHeads, &e.headDim, &e.vocab, &e.calibrationTokens, &e.shardIndex, &e.shardCount})
+    for (int* v : {&e.layers, &e.kvHeads, &e.headDim, &e.vocab, &e.calibrationTokens, &e.shardIndex, &e.shardCount, &e.threads})
         *v = r.i32();
     if (r.ok() && (e.layers < 1 || e.kvHeads < 1 || e.headDim < 1 || e.vocab < 1 || e.shardCount < 1 || e.shardIndex < 0
                    || e.shardIndex >= e.shardCount))
@@ -351,9 +351,18 @@ std::uint64_t evalSpecHash(const EvalSpec& spec)
     neutral.tokensFile = spec.tokensFile.empty() ? "" : "-";
     neutral.threads = 0;
     neutral.memoryLimitMb = 0.0;
-    neutral.backend = BackendKind::Cpu; // where the forward ran changes no number beyond float rounding
-    neutral.device.clear();
     return fnv1a64(evalSpecToJson(neutral, -1));
+}
+
+std::uint64_t evalSettingsHash(const EvalSpec& spec)
+{
+    EvalSpec neutral = spec;
+    neutral.schemes.clear();
+    neutral.budgets.clear();
+    neutral.firstSeed = 0;
+    neutral.seedCount = 1;
+    neutral.name.clear();
+    return evalSpecHash(neutral);
 }
 
 std::uint64_t tokensHash(const std::vector<std::int32_t>& tokens)
@@ -409,6 +418,7 @@ std::string evalManifestJson(const EvalResult& result, const EvalIdentity& ident
     j["spec_hash"] = hex(identity.specHash);
     j["model_hash"] = hex(identity.modelHash);
     j["tokens_hash"] = hex(identity.tokensHash);
+    j["threads"] = identity.threads;
     j["shard"] = json{{"index", result.shardIndex}, {"count", result.shardCount}};
     j["chunks"] = result.chunkIndices;
     j["configurations"] = result.configurations.size();
@@ -455,6 +465,10 @@ Result<EvalManifest> parseEvalManifest(std::string_view text, const std::string&
     if (version == j.end() || !version->is_string())
         return Error{label, "'program_version' must be a string"};
     m.identity.programVersion = version->get<std::string>();
+    const auto threads = j.find("threads");
+    if (threads == j.end() || !threads->is_number_integer() || threads->get<long long>() < 1 || threads->get<long long>() > 1 << 16)
+        return Error{label, "'threads' must be an integer in [1, 65536]"};
+    m.identity.threads = threads->get<int>();
     const auto shard = j.find("shard");
     if (shard == j.end() || !shard->is_object() || !(*shard)["index"].is_number_integer()
         || !(*shard)["count"].is_number_integer())
@@ -494,6 +508,11 @@ Result<EvalResult> mergeEvalShards(std::vector<EvalShardInput> shards)
             return Error{s.dir, "read another text than " + first.dir + " (token hashes differ)"};
         if (b.programVersion != a.programVersion)
             return Error{s.dir, "was written by kvlens " + b.programVersion + ", " + first.dir + " by " + a.programVersion};
+        if (b.threads != a.threads)
+            return Error{s.dir, "ran its forward passes on " + std::to_string(b.threads) + " threads, " + first.dir + " on "
+                                    + std::to_string(a.threads)
+                                    + ": the products split by thread and round differently in the last bits; run every "
+                                      "shard with the same --threads"};
         if (s.manifest.shardCount != first.manifest.shardCount)
             return Error{s.dir, "is a shard of " + std::to_string(s.manifest.shardCount) + ", " + first.dir + " of "
                                     + std::to_string(first.manifest.shardCount)};

@@ -20,13 +20,17 @@ struct EvalIdentity {
     std::uint64_t modelHash = 0; ///< lm::Transformer::dataHash
     std::uint64_t tokensHash = 0; ///< the token ids the run reads (calibration and every chunk of the text)
     std::string programVersion;
+    int threads = 0;              ///< the forward's worker threads (EvalResult::threads)
 };
 
 /// The spec's hash over every field that changes a number or a file: the spec JSON with the model
 /// and text paths left out (their contents are EvalIdentity's data hashes, so one model at two paths
-/// is one run), and threads, memory_limit_mb, backend and device left out (they change neither, beyond
-/// the float rounding of where the forward ran, which each run's files state).
+/// is one run), and threads and memory_limit_mb left out (they change neither). Backend and device
+/// stay in: a forward on another device rounds differently, so its shards are another run.
 std::uint64_t evalSpecHash(const EvalSpec& spec);
+/// evalSpecHash of the spec with its schemes, budgets, seeds and name left out: what two runs must
+/// share for one to take the other's configurations (--reuse).
+std::uint64_t evalSettingsHash(const EvalSpec& spec);
 /// FNV-1a of the token ids, in order.
 std::uint64_t tokensHash(const std::vector<std::int32_t>& tokens);
 
@@ -41,7 +45,7 @@ std::string encodeEvalShard(const EvalResult& result);
 Status decodeEvalShard(std::string_view bytes, const std::string& label, EvalResult& into);
 
 /// manifest.json of an evaluation's directory: {"format": "kvlens-eval-shard", "format_version": 1,
-/// "program_version", "spec_hash", "model_hash", "tokens_hash" (hex), "shard": {"index", "count"},
+/// "program_version", "spec_hash", "model_hash", "tokens_hash" (hex), "threads", "shard": {"index", "count"},
 /// "chunks": [..], "configurations", "checksum" (eval_shard.bin's)}.
 std::string evalManifestJson(const EvalResult& result, const EvalIdentity& identity, std::uint64_t checksum);
 
@@ -67,7 +71,8 @@ struct EvalShardInput {
 };
 
 /// The shards of one evaluation merged into the unsharded run's result: refused, naming the directory,
-/// unless every shard has one spec hash, model hash, tokens hash, program version and shard count,
+/// unless every shard has one spec hash, model hash, tokens hash, program version, thread count and
+/// shard count,
 /// every index 0..count-1 comes exactly once, and their chunks are disjoint and complete. The merged
 /// per-token data is the shards' in chunk order; the summaries, percentiles, intervals and attribution
 /// rows are then computed from it (finishEvalResult), never averaged over shards.

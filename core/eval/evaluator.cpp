@@ -409,9 +409,9 @@ class Evaluation {
 public:
     Evaluation(const EvalSpec& spec, const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
                std::optional<std::int32_t> bos, const EvalCallbacks& callbacks,
-               const std::function<std::string(std::int32_t)>& tokenText, EvalShard shard)
+               const std::function<std::string(std::int32_t)>& tokenText, EvalShard shard, const EvalResult* reuse)
         : m_spec(spec), m_model(model), m_config(model.config()), m_tokens(tokens), m_bos(bos), m_callbacks(callbacks),
-          m_tokenText(tokenText), m_started(Clock::now()), m_shard(shard)
+          m_tokenText(tokenText), m_started(Clock::now()), m_shard(shard), m_reuse(reuse)
     {
     }
 
@@ -445,8 +445,105 @@ private:
         if (auto s = planConfigurations(); !s)
             return s;
         planAttribution();
+        if (auto s = matchReuse(); !s)
+            return s;
         m_totalWork = totalWork();
         return Ok{};
+    }
+
+    // --- reuse: configurations an earlier run of the same model, text and settings computed ---------
+
+    /// Which configurations and attribution rows `m_reuse` holds. It must be a whole run (not a shard)
+    /// of the same weights, tokens, thread count and settings (everything but the schemes, budgets and
+    /// seeds), or it is refused naming what differs: then its rows are what this run would compute,
+    /// bit for bit.
+    Status matchReuse()
+    {
+        m_reusedConfiguration.assign(m_configurations.size(), -1);
+        m_reusedAttribution.assign(m_attributionKeys.size(), -1);
+        if (!m_reuse)
+            return Ok{};
+        const EvalResult& old = *m_reuse;
+        const std::string why = old.shardCount != 1                          ? "it is a shard, not a whole run"
+                                : old.modelHash != m_result.modelHash         ? "it ran other weights"
+                                : old.tokensHash != m_result.tokensHash       ? "it read other tokens"
+                                : old.threads != m_result.threads             ? "it ran on " + std::to_string(old.threads)
+                                                                                    + " threads, this run on "
+                                                                                    + std::to_string(m_result.threads)
+                                : evalSettingsHash(old.spec) != evalSettingsHash(m_spec) ? "its settings differ (ctx, chunks, "
+                                                                                          "calibration, residual, attribution "
+                                                                                          "or query conversion)"
+                                : old.chunkIndices.size() != static_cast<std::size_t>(m_chunking.chunks) ? "it is partial"
+                                                                                                         : "";
+        if (!why.empty())
+            return Error{"reuse", "the earlier run cannot be reused: " + why};
+        for (std::size_t c = 0; c < m_configurations.size(); ++c)
+            for (std::size_t o = 0; o < old.configurations.size(); ++o)
+                if (sameConfiguration(m_result.configurations[c], old.configurations[o], old.spec)) {
+                    m_reusedConfiguration[c] = static_cast<int>(o);
+                    break;
+                }
+        for (std::size_t a = 0; a < m_attributionKeys.size(); ++a) {
+            const AttributionKey& key = m_attributionKeys[a];
+            const int from = m_reusedConfiguration[static_cast<std::size_t>(key.configuration)];
+            for (std::size_t r = 0; from >= 0 && r < old.attribution.size(); ++r) {
+                const AttributionRow& row = old.attribution[r];
+                if (row.configuration == from && row.layer == key.layer && row.kvHead == key.kvHead && row.path == key.path) {
+                    m_reusedAttribution[a] = static_cast<int>(r);
+                    break;
+                }
+            }
+        }
+        return Ok{};
+    }
+
+    /// The same scheme (composition, per-layer allocation and name), budget and seed value.
+    bool sameConfiguration(const ConfigurationResult& now, const ConfigurationResult& old, const EvalSpec& oldSpec) const
+    {
+        return now.budget == old.budget && m_spec.seed(now.seedIndex) == oldSpec.seed(old.seedIndex)
+               && old.scheme >= 0 && static_cast<std::size_t>(old.scheme) < oldSpec.schemes.size()
+               && m_spec.schemes[static_cast<std::size_t>(now.scheme)] == oldSpec.schemes[static_cast<std::size_t>(old.scheme)];
+    }
+
+    bool everythingReused() const
+    {
+        return m_reuse && std::all_of(m_reusedConfiguration.begin(), m_reusedConfiguration.end(), [](int i) { return i >= 0; })
+               && std::all_of(m_reusedAttribution.begin(), m_reusedAttribution.end(), [](int i) { return i >= 0; });
+    }
+
+    /// The rows of chunk `index` in a whole run: scoredPerChunk of them, chunk after chunk.
+    std::size_t reusedRow(int index) const
+    {
+        return static_cast<std::size_t>(index) * static_cast<std::size_t>(m_chunking.scoredPerChunk);
+    }
+
+    /// A reused configuration's rows of chunk `index`.
+    void takeConfiguration(std::size_t c, int index)
+    {
+        const ConfigurationResult& from = m_reuse->configurations[static_cast<std::size_t>(m_reusedConfiguration[c])];
+        ConfigurationResult& to = m_result.configurations[c];
+        const std::size_t first = reusedRow(index), n = static_cast<std::size_t>(m_chunking.scoredPerChunk);
+        auto take = [&](auto& into, const auto& source) {
+            into.insert(into.end(), source.begin() + static_cast<std::ptrdiff_t>(first),
+                        source.begin() + static_cast<std::ptrdiff_t>(first + n));
+        };
+        take(to.tokens, from.tokens);
+        take(to.top, from.top);
+        take(to.proxies, from.proxies);
+    }
+
+    /// The reference's rows of chunk `index`, when nothing of the chunk is computed.
+    void takeReference(int index)
+    {
+        const std::size_t first = reusedRow(index), n = static_cast<std::size_t>(m_chunking.scoredPerChunk);
+        auto take = [&](auto& into, const auto& source) {
+            into.insert(into.end(), source.begin() + static_cast<std::ptrdiff_t>(first),
+                        source.begin() + static_cast<std::ptrdiff_t>(first + n));
+        };
+        take(m_result.scored, m_reuse->scored);
+        take(m_result.tokenText, m_reuse->tokenText);
+        take(m_result.topBase, m_reuse->topBase);
+        take(m_result.referenceNll, m_reuse->referenceNll);
     }
 
     Status validate() const
@@ -503,6 +600,7 @@ private:
         m_result.shardIndex = m_shard.index;
         m_result.shardCount = m_shard.count;
         m_result.modelHash = m_model.dataHash();
+        m_result.threads = m_model.threads();
         const auto used = static_cast<std::size_t>(m_chunking.calibration)
                           + static_cast<std::size_t>(m_chunking.chunks) * static_cast<std::size_t>(m_chunking.ctx);
         m_result.tokensHash = tokensHash(std::vector<std::int32_t>(m_tokens.begin(), m_tokens.begin() + static_cast<std::ptrdiff_t>(used)));
@@ -640,7 +738,10 @@ private:
     double totalWork() const
     {
         const lm::ModelConfig& c = m_config;
-        const double configurations = static_cast<double>(m_configurations.size());
+        // Reused configurations cost nothing; the reference runs unless everything is reused.
+        const double configurations = static_cast<double>(
+            std::count(m_reusedConfiguration.begin(), m_reusedConfiguration.end(), -1));
+        const double reference = everythingReused() ? 0.0 : 1.0;
         // A pass resumed at layer L runs layers - L layers: on average about half.
         const double attributionLayers = m_spec.attribution == Attribution::None ? 0.0
                                          : 3.0 * c.layers * (c.layers + 1) / 2.0
@@ -648,7 +749,7 @@ private:
                                                       ? c.kvHeads * c.layers * (c.layers + 1) / 2.0
                                                       : 0.0);
         const double perChunk = static_cast<double>(m_chunking.ctx)
-                                * (c.layers * (1.0 + configurations) + configurations * attributionLayers);
+                                * (c.layers * (reference + configurations) + configurations * attributionLayers);
         return perChunk * static_cast<double>(m_result.chunkIndices.size())
                + static_cast<double>(m_chunking.calibration) * c.layers;
     }
@@ -662,21 +763,48 @@ private:
         if (m_bos) // llama.cpp replaces each chunk's first token with BOS
             chunk.front() = *m_bos;
         m_where = "chunk " + std::to_string(index + 1) + " of " + std::to_string(m_chunking.chunks);
+        if (everythingReused()) {
+            takeReference(index);
+            for (std::size_t c = 0; c < m_configurations.size(); ++c)
+                takeConfiguration(c, index);
+            for (std::size_t a = 0; a < m_attributionKeys.size(); ++a)
+                takeAttribution(a, index);
+            m_chunksDone.push_back(index);
+            return Ok{};
+        }
         std::vector<RowMatrixXf> layerInputs;
         auto base = runReference(index, chunk, layerInputs);
         if (!base)
             return base.error();
         for (std::size_t c = 0; c < m_configurations.size(); ++c) {
+            if (m_reuse && m_reusedConfiguration[c] >= 0) {
+                takeConfiguration(c, index);
+                continue;
+            }
             if (auto s = runConfiguration(c, chunk, *base); !s)
                 return s;
             if (cancelled())
                 return Error::cancellation();
         }
-        for (std::size_t a = 0; a < m_attributionKeys.size(); ++a)
+        for (std::size_t a = 0; a < m_attributionKeys.size(); ++a) {
+            if (m_reuse && m_reusedAttribution[a] >= 0) {
+                takeAttribution(a, index);
+                continue;
+            }
             if (auto s = runAttribution(a, chunk, *base, layerInputs); !s)
                 return s;
+        }
         m_chunksDone.push_back(index);
         return Ok{};
+    }
+
+    /// A reused attribution row's tokens of chunk `index`.
+    void takeAttribution(std::size_t a, int index)
+    {
+        const auto& from = m_reuse->attributionTokens[static_cast<std::size_t>(m_reusedAttribution[a])];
+        const std::size_t first = reusedRow(index), n = static_cast<std::size_t>(m_chunking.scoredPerChunk);
+        auto& to = m_result.attributionTokens[a];
+        to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(first), from.begin() + static_cast<std::ptrdiff_t>(first + n));
     }
 
     /// The exact pass: the scored positions, the reference's own NLL and five most likely next tokens.
@@ -827,6 +955,9 @@ private:
     const std::function<std::string(std::int32_t)>& m_tokenText;
     Clock::time_point m_started;
     EvalShard m_shard;
+    const EvalResult* m_reuse = nullptr;
+    std::vector<int> m_reusedConfiguration; ///< per configuration: its index in m_reuse, or -1
+    std::vector<int> m_reusedAttribution;   ///< per attribution key: its row in m_reuse, or -1
 
     Chunking m_chunking;
     CodecCache::Calibration m_calibration;
@@ -875,12 +1006,13 @@ void finishEvalResult(EvalResult& r)
 
 Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
                            std::optional<std::int32_t> bos, const EvalCallbacks& callbacks,
-                           const std::function<std::string(std::int32_t)>& tokenText, EvalShard shard)
+                           const std::function<std::string(std::int32_t)>& tokenText, EvalShard shard,
+                           const EvalResult* reuse)
 {
     if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
         return Error{"shard", "must be I/N with 0 <= I < N, got " + std::to_string(shard.index) + "/"
                                   + std::to_string(shard.count)};
-    return Evaluation(spec, model, tokens, bos, callbacks, tokenText, shard).run();
+    return Evaluation(spec, model, tokens, bos, callbacks, tokenText, shard, reuse).run();
 }
 
 namespace {
@@ -926,7 +1058,7 @@ std::uint64_t memoryLimitMiB(double requestedMb)
     return lm::defaultMemoryLimitMiB();
 }
 
-Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks, EvalShard shard)
+Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks, EvalShard shard, const EvalResult* reuse)
 {
     if (auto ok = checkEvalSpec(spec); !ok)
         return ok.error();
@@ -965,7 +1097,7 @@ Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks,
     const std::unique_ptr<lm::Tokenizer> tokenizer = std::move(read->tokenizer);
     const lm::Tokenizer& t = *tokenizer;
     auto result = runEval(spec, *model, tokens, t.bos(), callbacks, [&t](std::int32_t id) { return t.tokenBytes(id); },
-                          shard);
+                          shard, reuse);
     if (result) {
         result->tokenizer = t.kind();
         if (!forwardNote.empty())

@@ -116,11 +116,16 @@ std::uint64_t memoryLimitMiB(double requestedMb);
 /// logits in memory at a time), scoring positions ctx/2 .. ctx-2 of each chunk (llama.cpp's
 /// convention: the first half is context). Bad input is refused in one line naming the file and
 /// field (the model's, the text's, a token id and its index, a text shorter than two chunks).
-Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks = {}, EvalShard shard = {});
+/// With `reuse` (an earlier whole run of the same model, tokens, thread count and settings: everything
+/// but the schemes, budgets and seeds), its configurations and attribution rows that this spec holds
+/// are taken instead of computed; refused naming what differs otherwise.
+Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks = {}, EvalShard shard = {},
+                           const EvalResult* reuse = nullptr);
 
 /// The same on a model already loaded and tokens already read (tests, the window).
 Result<EvalResult> runEval(const EvalSpec& spec, const lm::Transformer& model, const std::vector<std::int32_t>& tokens,
                            std::optional<std::int32_t> bos, const EvalCallbacks& callbacks = {},
-                           const std::function<std::string(std::int32_t)>& tokenText = {}, EvalShard shard = {});
+                           const std::function<std::string(std::int32_t)>& tokenText = {}, EvalShard shard = {},
+                           const EvalResult* reuse = nullptr);
 
 } // namespace kvlens::eval

@@ -227,8 +227,9 @@ private slots:
         };
         const Case cases[] = {
             {{"--batch", spec, "--out", "o", "--shard", "2/2"}, "kvlens: --shard: must be i/n with 0 <= i < n <= 1048576, got '2/2'\n"},
-            {{"--batch", spec, "--out", "o", "--reuse", "old"},
-             "kvlens: --reuse: an evaluation (EVAL.json) does not take it (it is an option of --batch SPEC.json)\n"},
+            {{"--batch", spec, "--out", "o", "--validate"},
+             "kvlens: --validate: an evaluation (EVAL.json) does not take it (it is an option of --batch SPEC.json "
+             "--validate)\n"},
             {{"--batch", spec, "--out", "o", "--backend", "cpu"},
              "kvlens: --backend: an evaluation (EVAL.json) does not take it (it is an option of the window and --batch "
              "SPEC.json)\n"},

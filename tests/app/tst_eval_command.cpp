@@ -10,6 +10,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <utility>
 
 using kvlens::test::runKvlens;
 
@@ -90,8 +91,7 @@ private slots:
         QTest::addColumn<QString>("message");
         QTest::newRow("shard out of range") << QStringList{QStringLiteral("--shard"), QStringLiteral("2/2")}
                                             << QStringLiteral("kvlens: --shard: must be i/n with 0 <= i < n");
-        for (const QStringList& option : {QStringList{QStringLiteral("--reuse"), QStringLiteral("old")},
-                                          QStringList{QStringLiteral("--validate")},
+        for (const QStringList& option : {QStringList{QStringLiteral("--validate")},
                                           QStringList{QStringLiteral("--backend"), QStringLiteral("cpu")},
                                           QStringList{QStringLiteral("--device"), QStringLiteral("0")}})
             QTest::newRow(qPrintable(option.first())) << option
@@ -176,6 +176,60 @@ private slots:
                 || name.endsWith(QStringLiteral(".pdf")))
                 continue;
             QVERIFY2(readAll(whole + QLatin1Char('/') + name) == readAll(merged + QLatin1Char('/') + name), qPrintable(name));
+        }
+    }
+
+    void reuseTakesTheConfigurationsAnEarlierRunComputed()
+    {
+        QTemporaryDir dir;
+        auto specWith = [&](const QString& name, const QString& schemes, int ctx) {
+            const QString path = dir.filePath(name);
+            QFile f(path);
+            f.open(QIODevice::WriteOnly);
+            f.write(QStringLiteral(R"({"kvlens_eval": 1, "model": "%1", "text": "%1/heldout.txt", "schemes": [%2],
+                                   "budgets": [3], "ctx": %3, "chunks": 3})")
+                        .arg(kModel, schemes)
+                        .arg(ctx)
+                        .toUtf8());
+            return path;
+        };
+        const QString a = specWith(QStringLiteral("a.json"), QStringLiteral(R"("TQ-KV", "q8_0")"), 128);
+        const QString b = specWith(QStringLiteral("b.json"), QStringLiteral(R"("TQ-KV", "KV", "q8_0")"), 128);
+        const QString old = dir.filePath(QStringLiteral("old")), fresh = dir.filePath(QStringLiteral("fresh")),
+                      reused = dir.filePath(QStringLiteral("reused"));
+        for (const auto& [spec, out] : {std::pair{a, old}, std::pair{b, fresh}}) {
+            const auto r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--out"), out, QStringLiteral("--quiet"),
+                                      QStringLiteral("--no-figures")});
+            QVERIFY2(r.exitCode == 0, r.err.constData());
+        }
+        auto r = runKvlens({QStringLiteral("--batch"), b, QStringLiteral("--reuse"), old, QStringLiteral("--out"), reused,
+                            QStringLiteral("--quiet"), QStringLiteral("--no-figures")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.contains("reused 2 of 3 configurations from " + old.toUtf8()), r.out.constData());
+        // What it wrote is what a run from scratch of the same spec writes.
+        for (const char* f : {"eval_summary.csv", "eval_tokens.csv", "eval_layers.csv", "eval_proxies.csv", "report.txt"})
+            QVERIFY2(readAll(reused + QLatin1Char('/') + QLatin1String(f)) == readAll(fresh + QLatin1Char('/') + QLatin1String(f)), f);
+        // A run of other settings cannot lend its configurations: refused naming why, nothing written.
+        // Another context reads other tokens; the same tokens read with ggml's query conversion off are
+        // other settings. Either is refused naming why, nothing written.
+        const QString otherCtx = specWith(QStringLiteral("c.json"), QStringLiteral(R"("TQ-KV")"), 64);
+        const QString otherConversion = dir.filePath(QStringLiteral("d.json"));
+        {
+            QFile f(otherConversion);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QStringLiteral(R"({"kvlens_eval": 1, "model": "%1", "text": "%1/heldout.txt", "schemes": ["TQ-KV"],
+                                   "budgets": [3], "ctx": 128, "chunks": 3, "query_conversion": "none"})")
+                        .arg(kModel)
+                        .toUtf8());
+        }
+        for (const auto& [spec, why] : {std::pair{otherCtx, "it read other tokens"},
+                                        std::pair{otherConversion, "its settings differ"}}) {
+            const QString out = dir.filePath(QStringLiteral("refused"));
+            r = runKvlens({QStringLiteral("--batch"), spec, QStringLiteral("--reuse"), old, QStringLiteral("--out"), out,
+                           QStringLiteral("--quiet")});
+            QCOMPARE(r.exitCode, 2);
+            QVERIFY2(r.err.contains(QByteArray("reuse: the earlier run cannot be reused: ") + why), r.err.constData());
+            QVERIFY(!QFileInfo::exists(out));
         }
     }
 

@@ -68,7 +68,7 @@ EvalShardInput roundTrip(const EvalResult& r, const EvalIdentity& identity, cons
 class TestEvalShard : public QObject {
     Q_OBJECT
 
-    EvalIdentity m_identity{1, 2, 3, "test"};
+    EvalIdentity m_identity{1, 2, 3, "test", 2};
 
 private slots:
     void shardsMergeIntoTheUnshardedRun()
@@ -109,6 +109,7 @@ private slots:
         QTest::newRow("other weights") << 3 << "shard1: ran other weights than shard0";
         QTest::newRow("other text") << 4 << "shard1: read another text than shard0";
         QTest::newRow("other count") << 5 << "shard1: is a shard of 4, shard0 of 3";
+        QTest::newRow("other threads") << 6 << "shard1: ran its forward passes on 3 threads, shard0 on 2";
     }
 
     void badShardsAreRefusedNamingThem()
@@ -127,6 +128,7 @@ private slots:
         case 3: shards[1].manifest.identity.modelHash ^= 1; break;
         case 4: shards[1].manifest.identity.tokensHash ^= 1; break;
         case 5: shards[1].manifest.shardCount = 4; break;
+        case 6: shards[1].manifest.identity.threads = 3; break;
         }
         auto merged = mergeEvalShards(shards);
         QVERIFY(!merged);

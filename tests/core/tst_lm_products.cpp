@@ -96,14 +96,14 @@ private slots:
         QTest::addColumn<int>("threads");
         QTest::addColumn<bool>("transposed");
         using T = ggml::GgmlType;
-        // 300 x 64: each worker converts its whole range; 5000 x 1024: a worker's range is more than
-        // kWholeRangeBytes, so it converts panels of panelRows(1024) = 128 rows.
+        // 300 x 64: each worker converts its whole range; 3000 x 4096: a worker's range (1500 or 3000
+        // rows, 23 or 47 MiB) is more than kWholeRangeBytes, so it converts panels of panelRows(4096) = 1024 rows.
         for (const auto& [name, type] : {std::pair{"f32", T::F32}, {"f16", T::F16}, {"bf16", T::BF16}})
             for (int threads : {1, 2}) {
                 QTest::newRow((std::string(name) + " whole range, threads " + std::to_string(threads)).c_str())
                     << int(type) << 300 << 64 << threads << false;
                 QTest::newRow((std::string(name) + " panels, threads " + std::to_string(threads)).c_str())
-                    << int(type) << 5000 << 1024 << threads << false;
+                    << int(type) << 3000 << 4096 << threads << false;
                 QTest::newRow((std::string(name) + " transposed, threads " + std::to_string(threads)).c_str())
                     << int(type) << 300 << 64 << threads << true;
             }
@@ -121,12 +121,12 @@ private slots:
         WeightMatrix matrix;
         matrix.append(w.rows, w.bytes);
         QCOMPARE(matrix.rows(), std::int64_t(rows));
-        const RowMatrixXf a = randomActivations(64, cols, 12);
+        const RowMatrixXf a = randomActivations(16, cols, 12);
         TaskPool pool(threads);
         RowMatrixXf out;
         RowVectorXf bias;
         matmulT(pool, a, matrix, bias, out);
-        QCOMPARE(out.rows(), Eigen::Index(64));
+        QCOMPARE(out.rows(), Eigen::Index(16));
         QCOMPARE(out.cols(), Eigen::Index(rows));
         // float32 sums of `cols` products: a few ulp times sqrt(cols) relative to the largest output.
         const double err = relativeError(out, a, w.values);
@@ -174,10 +174,10 @@ private slots:
 
     void panelRowsFitTheBudget()
     {
-        QCOMPARE(panelRows(1024), std::int64_t(128));  // 512 KiB / (1024 x 4 B)
-        QCOMPARE(panelRows(4096), std::int64_t(32));
-        QCOMPARE(panelRows(1 << 20), std::int64_t(16)); // at least 16 rows
-        QCOMPARE(panelRows(100), std::int64_t(1296));   // 1310 rounded down to 16
+        QCOMPARE(panelRows(4096), std::int64_t(1024));  // 16 MiB / (4096 x 4 B)
+        QCOMPARE(panelRows(11008), std::int64_t(368));   // 381 rounded down to 16
+        QCOMPARE(panelRows(1 << 24), std::int64_t(16));  // at least 16 rows
+        QCOMPARE(panelRows(100), std::int64_t(41936));   // 41943 rounded down to 16
     }
 };
 
