@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -515,9 +516,18 @@ private slots:
             std::string message;
             qInfo("%s: PPL %.9g / %.9g, KLD %.9g / %.9g, same top %.6f / %.6f (device / CPU)", name.constData(), a.pplQ.mean,
                   b.pplQ.mean, a.kld.mean, b.kld.mean, a.sameTop.mean, b.sameTop.mean);
-            if (!test::approxEqual(a.pplQ.mean, b.pplQ.mean, 0.0, 1e-4, message))
+            // A QJL residual stores the signs of a sketch: a coordinate within float rounding of zero
+            // takes either sign, and the device's K and V differ from the CPU's in the last bits, so
+            // those codes (not the forward) move the aggregate. Measured on PoCL: 1.5e-4 (KQV) to
+            // 4.3e-4 (TQ-QKV) relative, same top identical; every other scheme within 1e-6. Those
+            // schemes get 1e-3, the rest the 1e-4 the forward is held to.
+            const bool signCodes = std::any_of(spec.schemes.begin(), spec.schemes.end(), [&](const EvalScheme& e) {
+                return e.scheme.name == cpu->configurations[c].name && (e.scheme.key.has("qjl") || e.scheme.value.has("qjl"));
+            });
+            const double rel = signCodes ? 1e-3 : 1e-4;
+            if (!test::approxEqual(a.pplQ.mean, b.pplQ.mean, 0.0, rel, message))
                 failures += name + ": PPL " + message.c_str() + "\n";
-            if (!test::approxEqual(a.kld.mean, b.kld.mean, 1e-7, 1e-4, message))
+            if (!test::approxEqual(a.kld.mean, b.kld.mean, 1e-7, rel, message))
                 failures += name + ": KLD " + message.c_str() + "\n";
             if (std::abs(a.sameTop.mean - b.sameTop.mean) * tokensScored > tokensScored / 1000.0)
                 failures += name + ": same top " + QByteArray::number(a.sameTop.mean) + " vs " + QByteArray::number(b.sameTop.mean) + "\n";
