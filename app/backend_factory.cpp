@@ -7,6 +7,7 @@
 #include "core/spec/spec_json.h"
 #include "gpu/device.h"
 #include "gpu/opencl_backend.h"
+#include "gpu/opencl_forward.h"
 #include "gpu/program_cache.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 
 namespace kvlens::app {
@@ -96,6 +98,84 @@ Status applyBackendOptions(ExperimentSpec& spec, const std::string& backend, con
             spec.backend = BackendKind::OpenCl;
     }
     return Ok{};
+}
+
+Status applyBackendOptions(EvalSpec& spec, const std::string& backend, const std::string& device)
+{
+    ExperimentSpec carrier;
+    carrier.backend = spec.backend;
+    carrier.device = spec.device;
+    if (auto ok = applyBackendOptions(carrier, backend, device); !ok)
+        return ok;
+    spec.backend = carrier.backend;
+    spec.device = carrier.device;
+    return Ok{};
+}
+
+namespace {
+
+/// Milliseconds of one forward of `tokens` scoring the second half (the evaluator's pass) on `model`'s
+/// device, or on the CPU with `cpu`.
+Result<double> chunkMs(const lm::Transformer& model, const std::vector<std::int32_t>& tokens, bool cpu)
+{
+    lm::ForwardOptions options;
+    options.logitsStart = static_cast<int>(tokens.size()) / 2;
+    const auto start = std::chrono::steady_clock::now();
+    auto pass = cpu ? model.forwardOnCpu(tokens, options) : model.forward(tokens, options);
+    if (!pass)
+        return pass.error();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// "auto": one chunk on the device (after a warm-up) and on the CPU; the device stays when faster.
+Result<std::string> chooseForward(const EvalSpec& spec, lm::Transformer& model,
+                                  std::shared_ptr<gpu::OpenClForward> device, std::ostream* progress)
+{
+    const lm::ModelConfig& c = model.config();
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(std::min(spec.ctx, c.maxChunkTokens())));
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        tokens[i] = static_cast<std::int32_t>((i * 7919 + 1) % static_cast<std::size_t>(c.vocab));
+    if (progress)
+        *progress << "kvlens eval: auto: timing one chunk of " << tokens.size() << " tokens on the CPU and on OpenCL "
+                  << device->device().label() << "\n";
+    model.setDevice(device);
+    double deviceMs = 0.0;
+    for (int pass = 0; pass < 2; ++pass) { // the first builds the device's kernels
+        auto timed = chunkMs(model, tokens, false);
+        if (!timed)
+            return timed.error();
+        deviceMs = *timed;
+    }
+    auto timed = chunkMs(model, tokens, true);
+    if (!timed)
+        return timed.error();
+    const double cpuMs = *timed;
+    const std::string numbers = "one chunk of " + std::to_string(tokens.size()) + " tokens: CPU " + ms(cpuMs)
+                                + " ms, OpenCL " + ms(deviceMs) + " ms";
+    if (cpuMs <= deviceMs) {
+        model.setDevice(nullptr);
+        return "auto: the CPU, faster here than OpenCL " + device->device().label() + " (" + numbers + ")";
+    }
+    return "auto: OpenCL, faster here than the CPU (" + numbers + ")";
+}
+
+} // namespace
+
+Result<std::string> prepareForward(const EvalSpec& spec, lm::Transformer& model, std::ostream& err, std::ostream* progress)
+{
+    if (spec.backend == BackendKind::Cpu)
+        return std::string();
+    auto device = gpu::OpenClForward::create(model, spec.device);
+    if (!device) {
+        if (spec.backend == BackendKind::Auto)
+            return "auto: the CPU (no usable OpenCL device: " + device.error().text() + ")";
+        err << "kvlens: OpenCL unusable, the forward runs on the CPU: " << device.error().text() << "\n";
+        return "fallback: " + device.error().text();
+    }
+    if (spec.backend == BackendKind::Auto)
+        return chooseForward(spec, model, *device, progress);
+    model.setDevice(*device);
+    return std::string();
 }
 
 BackendChoice makeBackend(const ExperimentSpec& spec, int threads)

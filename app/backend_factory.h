@@ -3,9 +3,12 @@
 #pragma once
 
 #include "core/experiment/backend.h"
+#include "core/lm/transformer.h"
+#include "core/spec/eval_spec.h"
 #include "core/spec/spec.h"
 
 #include <cstddef>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +48,19 @@ BackendChoice makeBackend(const ExperimentSpec& spec, int threads = 0);
 /// and, without `backend`, means "opencl".
 /// Refuses a `backend` that is not cpu, opencl or auto (field "--backend").
 Status applyBackendOptions(ExperimentSpec& spec, const std::string& backend, const std::string& device);
+
+/// The same for an evaluation's spec (its backend and device fields).
+Status applyBackendOptions(EvalSpec& spec, const std::string& backend, const std::string& device);
+
+/// Installs the forward device an evaluation's spec asks for on `model` (EvalCallbacks::prepare):
+/// "cpu" leaves the CPU; "opencl" sets a gpu::OpenClForward on the device spec.device names (an
+/// unusable one: the CPU, the reason on `err` and in the note, as experiments fall back); "auto" times
+/// one chunk of spec.ctx tokens on each (the device's after a warm-up pass that builds its kernels)
+/// and keeps the faster, the timings in the note; quietly the CPU when OpenCL is absent. Returns the
+/// note for the run's files: "" for cpu and opencl, "auto: ..." or "fallback: ..." otherwise.
+/// `progress`, when set, says what is being timed.
+Result<std::string> prepareForward(const EvalSpec& spec, lm::Transformer& model, std::ostream& err,
+                                   std::ostream* progress = nullptr);
 
 /// The backends of a session, one per (kind, device, threads), so that a window re-running
 /// after every edit opens each OpenCL device (context, queues, programs) once rather than once

@@ -183,6 +183,8 @@ int runEvalSpecMode(const cli::Arguments& args, std::ostream& out, std::ostream&
         return refuse(err, "kvlens", spec.error());
     options.spec = std::move(spec).value();
     options.spec.threads = static_cast<int>(args.integer("--threads", options.spec.threads));
+    if (auto ok = applyBackendOptions(options.spec, args.value("--backend"), args.value("--device")); !ok)
+        return refuse(err, "kvlens", ok.error());
     options.outDir = args.value("--out");
     options.reuseDir = withoutTrailingSlashes(args.value("--reuse"));
     options.quiet = args.has("--quiet");
@@ -362,12 +364,12 @@ std::vector<Command> makeModes()
                         pick({"--batch", "--validate", "--out", "--threads", "--quiet", "--device"}, {"--out"}),
                         NeedsApplication::No, runBatchMode));
     rows.push_back(mode("--batch EVAL.json", "an evaluation (EVAL.json)",
-                        "kvlens --batch EVAL.json --out DIR [--threads N] [--shard i/n] [--reuse OLD] [--quiet] [--no-figures]\n"
-                        "       [figure options]",
+                        "kvlens --batch EVAL.json --out DIR [--threads N] [--backend B] [--device D] [--shard i/n] [--reuse OLD]\n"
+                        "       [--quiet] [--no-figures] [figure options]",
                         "run an eval spec (kvlens eval's spec.json) and write what kvlens eval writes; with --shard, a fixed "
-                        "1/n of its chunks for kvlens merge",
-                        pick({"--batch", "--out", "--threads", "--shard", "--reuse", "--quiet", "--no-figures", "--width",
-                              "--dpi", "--font-family", "--font-size"},
+                        "1/n of its chunks for kvlens merge; --backend and --device choose where its forward runs",
+                        pick({"--batch", "--out", "--threads", "--backend", "--device", "--shard", "--reuse", "--quiet",
+                              "--no-figures", "--width", "--dpi", "--font-family", "--font-size"},
                              {"--out"}),
                         NeedsApplication::ForFigures, runEvalSpecMode));
     rows.push_back(mode("--reproduce", "--reproduce",

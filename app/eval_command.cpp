@@ -2,6 +2,7 @@
 // `kvlens eval`: its options read into an eval spec, the evaluation, and its files written through a staging directory.
 #include "app/eval_command.h"
 
+#include "app/backend_factory.h"
 #include "app/batch.h"
 #include "app/interrupt.h"
 #include "core/analysis/eval_analysis.h"
@@ -103,6 +104,12 @@ cli::Syntax evalSyntax()
                          "kept float32 (none: the codec alone)"),
              cli::text("--shard", "i/n", "score only shard i of n of the chunks (0 <= i < n), for a job array; "
                                          "bring the n directories together with kvlens merge"),
+             cli::choice("--backend", {"cpu", "opencl", "auto"},
+                         "where the forward passes run: the CPU (default), an OpenCL device (the KV codecs stay on the "
+                         "CPU), or whichever ran one timed chunk faster"),
+             cli::text("--device", "D",
+                       "OpenCL device: an index or a name substring (implies --backend opencl); default: "
+                       "$KVLENS_OPENCL_DEVICE, else the first GPU, else the first CPU device"),
              cli::text("--reuse", "OLD", "take the configurations an earlier evaluation OLD of the same model, text "
                                          "and settings computed; compute only the others"),
              cli::flag("--quiet", "no progress line"),
@@ -113,8 +120,9 @@ cli::Syntax evalSyntax()
 
 const std::vector<std::string>& evalRunOptions()
 {
-    static const std::vector<std::string> names{"--out",   "--quiet", "--no-figures",  "--threads",   "--shard",
-                                                "--reuse", "--width", "--dpi",         "--font-family", "--font-size"};
+    static const std::vector<std::string> names{"--out",     "--quiet",   "--no-figures", "--threads",
+                                                "--shard",   "--reuse",   "--backend",    "--device",
+                                                "--width",   "--dpi",     "--font-family", "--font-size"};
     return names;
 }
 
@@ -204,6 +212,8 @@ Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args)
         o.spec = std::move(spec).value();
     }
     o.spec.threads = static_cast<int>(args.integer("--threads", o.spec.threads));
+    if (auto ok = applyBackendOptions(o.spec, args.value("--backend"), args.value("--device")); !ok)
+        return ok.error();
     if (args.has("--shard")) {
         auto shard = parseEvalShard(args.value("--shard"));
         if (!shard)
@@ -405,7 +415,11 @@ int runEvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& 
         return kExitRefused;
     }
     const InterruptScope interrupts;
-    auto result = eval::runEval(options.spec, progressLine(options, err), options.shard, reuse ? &reuse->result : nullptr);
+    eval::EvalCallbacks callbacks = progressLine(options, err);
+    const EvalSpec& spec = options.spec;
+    std::ostream* progress = options.quiet ? nullptr : &err;
+    callbacks.prepare = [&spec, &err, progress](lm::Transformer& model) { return prepareForward(spec, model, err, progress); };
+    auto result = eval::runEval(options.spec, callbacks, options.shard, reuse ? &reuse->result : nullptr);
     if (!options.quiet)
         err << "\n";
     if (!result) {

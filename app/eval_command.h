@@ -36,12 +36,13 @@ Result<eval::EvalShard> parseEvalShard(const std::string& text);
 
 /// The options of `kvlens eval --model DIR (--text FILE | --tokens FILE.npy) --schemes S,...
 /// [--budgets n,...] [--ctx 512] [--chunks N] [--calibration T] [--seeds FIRST[:COUNT]] [--residual R]
-/// [--attribution none|layers|heads] [--threads N] [--memory-limit MB] [--no-special] [--quiet]
-/// [--no-figures] --out DIR`, or `--spec EVAL.json` instead of the model options.
+/// [--attribution none|layers|heads] [--threads N] [--memory-limit MB] [--no-special] [--backend B]
+/// [--device D] [--quiet] [--no-figures] --out DIR`, or `--spec EVAL.json` instead of the model options.
 cli::Syntax evalSyntax();
 
 /// The options of an evaluation that are not fields of its spec: what `--spec EVAL.json` and
-/// `kvlens --batch EVAL.json` take beside the file (--threads sets the spec's threads).
+/// `kvlens --batch EVAL.json` take beside the file (--threads, --backend and --device set the spec's
+/// fields of those names: where it runs, not what it computes).
 const std::vector<std::string>& evalRunOptions();
 
 /// The options read (evalSyntax) as EvalOptions, its spec checked (checkEvalSpec). With --spec,
@@ -49,7 +50,8 @@ const std::vector<std::string>& evalRunOptions();
 /// figure options are the caller's (figureOptions).
 Result<EvalOptions> evalOptionsFrom(const cli::Arguments& args);
 
-/// Runs the evaluation and writes DIR/spec.json (the eval spec), eval_summary.csv,
+/// Runs the evaluation (its forward where spec.backend and spec.device say: prepareForward) and
+/// writes DIR/spec.json (the eval spec), eval_summary.csv,
 /// eval_tokens.csv, eval_layers.csv, eval_proxies.csv (paper C's proxies against each token's KLD),
 /// report.txt, eval_shard.bin and manifest.json (the run, lossless: what kvlens merge and --reuse
 /// read) and (with figures) DIR/figures, all through a staging directory (DIR holds all of the run

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // kvlens-lm-bench: tokens/s and GFLOP/s of the transformer forward (core/lm) for a GPT-2-small-shaped
 // random-weight model and the shipped tiny Llama, against their FLOP floors at the SGEMM rate
-// measured in the same run.
+// measured in the same run; with --backend opencl, the same forwards on an OpenCL device
+// (gpu::OpenClForward) beside them.
 #include "bench/bench_util.h"
 #include "core/common/memory.h"
 #include "core/lm/products.h"
 #include "core/lm/transformer.h"
 #include "core/rng/rng.h"
+#include "gpu/opencl_forward.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -158,10 +161,57 @@ double productGflops(const WeightMatrix& w, int rows, int threads)
     return 2.0 * rows * double(w.rows()) * double(w.cols()) / (ms * 1e6);
 }
 
+/// Where --backend opencl runs: the --device request ("" for the default device).
+struct OpenClRequest {
+    std::string device;
+};
+
+/// The --backend opencl row of a model: the device's product rate on layer 0's MLP matrix as stored,
+/// the same forward on the device (median of 3 after a warm-up that builds its kernels) against the
+/// CPU's `cpuMs`, and the largest relative difference of their logits.
+int benchDevice(const Transformer& model, const std::vector<std::int32_t>& tokens, const ForwardOptions& options,
+                double cpuMs, const OpenClRequest& request)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    auto device = gpu::OpenClForward::create(model, request.device);
+    if (!device) {
+        std::printf("  opencl: %s\n", device.error().text().c_str());
+        return 1;
+    }
+    const double uploadS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("  opencl: %s\n    %.0f MiB of weights uploaded in %.1f s\n", (*device)->label().c_str(),
+                (*device)->weightBytes() / 1048576.0, uploadS);
+    const int ctx = static_cast<int>(tokens.size());
+    const auto rate = (*device)->productGflops(ctx, 3);
+    if (rate)
+        std::printf("    product (layer 0 MLP, %d rows, on the device): %.1f GFLOP/s\n", ctx, *rate);
+    Transformer onDevice = model;
+    onDevice.setDevice(*device);
+    RowMatrixXf logits;
+    const double ms = medianMs(
+        [&] {
+            auto r = onDevice.forward(tokens, options);
+            if (!r) {
+                std::fprintf(stderr, "%s\n", r.error().text().c_str());
+                std::exit(1);
+            }
+            logits = std::move(r->logits);
+        },
+        3, 1);
+    auto cpu = model.forwardOnCpu(tokens, options);
+    const double scale = cpu ? std::max(1e-30f, cpu->logits.cwiseAbs().maxCoeff()) : 1.0;
+    const double diff = cpu && cpu->logits.rows() == logits.rows() ? (logits - cpu->logits).cwiseAbs().maxCoeff() / scale : -1.0;
+    std::printf("    forward of %d tokens on the device: %.0f ms, %.1f tokens/s (CPU %.1f tokens/s: %.2fx); logits "
+                "within %.1e of the CPU's (max |difference| / max |logit|)%s\n",
+                ctx, ms, ctx / (ms / 1000.0), ctx / (cpuMs / 1000.0), cpuMs / ms, diff,
+                (*device)->fallbacks() > 0 ? "; SOME PASSES FELL BACK TO THE CPU" : "");
+    return 0;
+}
+
 /// One model at its real size: load (memory-mapped, stored types), the product rate of its MLP
 /// matrix, a forward of `ctx` tokens scoring the second half as kvlens eval does, peak RSS against
-/// the mapped weights.
-int benchModel(const std::string& path, int ctx, int threads, int runs)
+/// the mapped weights and the memory estimate; with `opencl`, the device's row (benchDevice).
+int benchModel(const std::string& path, int ctx, int threads, int runs, const std::optional<OpenClRequest>& opencl)
 {
     LoadOptions options;
     options.threads = threads;
@@ -209,6 +259,8 @@ int benchModel(const std::string& path, int ctx, int threads, int runs)
                 "the estimate\n",
                 e.total() / 1048576.0, e.mappedBytes / 1048576.0, e.residentBytes / 1048576.0, e.activationBytes / 1048576.0,
                 e.transientBytes / 1048576.0, double(peak) / double(e.total()));
+    if (opencl)
+        return benchDevice(*m, tokens, half, ms, *opencl);
     return 0;
 }
 
@@ -229,6 +281,7 @@ int main(int argc, char** argv)
     int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::string models = KVLENS_MODELS_DIR;
     std::vector<std::string> modelPaths;
+    std::string backend = "cpu", device;
     int ctx = 512, runs = 3;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -242,20 +295,30 @@ int main(int argc, char** argv)
             ctx = std::max(4, std::atoi(argv[++i]));
         else if (a == "--runs" && i + 1 < argc)
             runs = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--backend" && i + 1 < argc && (std::string(argv[i + 1]) == "cpu" || std::string(argv[i + 1]) == "opencl"))
+            backend = argv[++i];
+        else if (a == "--device" && i + 1 < argc)
+            device = argv[++i];
         else {
-            std::printf("usage: kvlens-lm-bench [--threads N] [--models DIR] [--model PATH [--ctx N] [--runs N]]...\n"
+            std::printf("usage: kvlens-lm-bench [--threads N] [--models DIR] [--backend cpu|opencl] [--device D]\n"
+                        "                       [--model PATH [--ctx N] [--runs N]]...\n"
                         "Tokens/s and GFLOP/s of one 512-token forward, against the FLOP floor at the SGEMM rate of this run.\n"
                         "--model: a model folder or GGUF file at its real size: load time, the product rate of its\n"
                         "stored type, a forward of --ctx tokens against the floor at that rate, peak RSS against the\n"
                         "mapped weights and the memory estimate (scripts/make_large_model.py writes random-weight ones);\n"
-                        "--runs: forwards timed, their median (default 3, after a warm-up; 1: no warm-up).\n");
+                        "--runs: forwards timed, their median (default 3, after a warm-up; 1: no warm-up).\n"
+                        "--backend opencl (--device: an index or a name substring; implies opencl): each model's forward\n"
+                        "also on the OpenCL device, with its product rate and the agreement of its logits.\n");
             return a == "--help" || a == "-h" ? 0 : 2;
         }
     }
+    std::optional<OpenClRequest> opencl;
+    if (backend == "opencl" || !device.empty())
+        opencl = OpenClRequest{device};
     if (!modelPaths.empty()) {
         retainFreedMemory();
         for (const std::string& path : modelPaths)
-            if (const int status = benchModel(path, ctx, threads, runs); status != 0)
+            if (const int status = benchModel(path, ctx, threads, runs, opencl); status != 0)
                 return status;
         return 0;
     }
@@ -325,5 +388,30 @@ int main(int argc, char** argv)
     std::printf("\n%s\n", tinyLine.c_str());
     for (const Timing& t : tiny)
         print(t);
+    if (!opencl)
+        return 0;
+    // The same models' forwards on the OpenCL device, against the CPU rows above.
+    std::printf("\nOn OpenCL (--backend opencl):\nGPT-2-small-shaped, 512 tokens, logits of the second half\n");
+    {
+        const Transformer m = gpt2Small(threads);
+        std::vector<std::int32_t> tokens(512);
+        Rng rng(EngineKind::Pcg64, 2);
+        for (auto& id : tokens)
+            id = static_cast<std::int32_t>(rng.nextU64() % 50257);
+        ForwardOptions half;
+        half.logitsStart = 256;
+        if (const int status = benchDevice(m, tokens, half, gpt2[1].ms, *opencl); status != 0)
+            return status;
+    }
+    LoadOptions options;
+    options.threads = threads;
+    if (auto m = Transformer::load(models + "/tiny-llama", options); m && !tiny.empty()) {
+        std::ifstream held(models + "/tiny-llama/heldout.txt", std::ios::binary);
+        std::vector<std::int32_t> tokens;
+        for (char ch; tokens.size() < 512 && held.get(ch);)
+            tokens.push_back(static_cast<unsigned char>(ch));
+        std::printf("tiny-llama, 512 bytes of heldout.txt, all logits\n");
+        return benchDevice(*m, tokens, {}, tiny[0].ms, *opencl);
+    }
     return 0;
 }

@@ -9,7 +9,7 @@ packages=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libeigen3-dev libboost-dev nlohmann-json3-dev libzip-dev
   libpcre2-dev libicu-dev libsentencepiece-dev
-  ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd
+  ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers pocl-opencl-icd libclblast-dev
   fonts-dejavu-core
 )
 packages+=("$@")

@@ -25,6 +25,8 @@ std::string header(const EvalResult& r)
              ? "# queries: converted to the key type's vec_dot_type before the score product for llama.cpp's cache "
                "types, as ggml's CPU path does (column query); float32 for every other scheme\n"
              : "# queries: float32 for every scheme (query_conversion none: the codec alone)\n";
+    if (!r.forward.empty())
+        h += "# forward: " + r.forward + "\n";
     if (r.cancelled)
         h += "# partial run: cancelled after " + std::to_string(r.chunksScored) + " chunks\n";
     return h;
@@ -143,6 +145,8 @@ std::string reportText(const EvalResult& r)
       << " scored tokens (the second half of each chunk), " << r.calibrationTokens << " calibration tokens before them"
       << (r.spec.residual > 0 ? ", the " + std::to_string(r.spec.residual) + " most recent tokens exact" : std::string())
       << (r.cancelled ? "; CANCELLED: partial" : "") << "\n";
+    if (!r.forward.empty())
+        o << "forward: " << r.forward << "\n";
     o << "reference: PPL " << std::exp(r.referenceNllMean) << " (mean NLL " << r.referenceNllMean << " nats)\n";
     for (const ConfigurationResult& c : r.configurations) {
         const lm::NextTokenSummary& s = c.summary;

@@ -128,6 +128,9 @@ struct EvalResult {
     bool cancelled = false;          ///< stopped early: configurations hold what was scored
     double elapsedMs = 0.0;
     double forwardMs = 0.0;          ///< time in forward passes
+    /// Where the forward passes ran: "CPU, N threads", or the forward device's label (lm::ForwardDevice),
+    /// with the note of the choice ("auto: ..."); a merge of shards that ran apart lists each.
+    std::string forward;
     long long forwardTokens = 0;     ///< tokens through forward passes (partial passes counted by their layers)
 };
 

@@ -22,7 +22,7 @@ using nlohmann::json;
 namespace {
 
 constexpr std::string_view kMagic = "KVLEVAL1";
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 2; // 2: the forward's label (EvalResult::forward) after the hashes
 constexpr const char* kManifestFormat = "kvlens-eval-shard";
 
 /// Little-endian writer.
@@ -203,6 +203,7 @@ void writeBody(Writer& w, const EvalResult& e)
     w.f64(e.elapsedMs);
     w.f64(e.forwardMs);
     w.u64(static_cast<std::uint64_t>(e.forwardTokens));
+    w.text(e.forward);
     w.u64(e.chunkIndices.size());
     for (int c : e.chunkIndices)
         w.i32(c);
@@ -301,6 +302,7 @@ void readBody(Reader& r, EvalResult& e)
     e.elapsedMs = r.f64();
     e.forwardMs = r.f64();
     e.forwardTokens = static_cast<long long>(r.u64() & 0x7fffffffffffffffULL);
+    e.forward = r.text();
     const std::size_t chunks = r.count(4, kMaxItems, "chunks");
     e.chunkIndices.resize(chunks);
     for (int& c : e.chunkIndices)
@@ -547,6 +549,8 @@ Result<EvalResult> mergeEvalShards(std::vector<EvalShardInput> shards)
         merged.elapsedMs += part.elapsedMs;
         merged.forwardMs += part.forwardMs;
         merged.forwardTokens += part.forwardTokens;
+        if (("; " + merged.forward + "; ").find("; " + part.forward + "; ") == std::string::npos)
+            merged.forward += "; " + part.forward; // shards that ran on other devices say so
     }
     finishEvalResult(merged);
     return merged;

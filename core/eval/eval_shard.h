@@ -25,7 +25,8 @@ struct EvalIdentity {
 
 /// The spec's hash over every field that changes a number or a file: the spec JSON with the model
 /// and text paths left out (their contents are EvalIdentity's data hashes, so one model at two paths
-/// is one run), and threads and memory_limit_mb left out (they change neither).
+/// is one run), and threads and memory_limit_mb left out (they change neither). Backend and device
+/// stay in: a forward on another device rounds differently, so its shards are another run.
 std::uint64_t evalSpecHash(const EvalSpec& spec);
 /// evalSpecHash of the spec with its schemes, budgets, seeds and name left out: what two runs must
 /// share for one to take the other's configurations (--reuse).

@@ -927,6 +927,8 @@ private:
         finishEvalResult(r);
         r.forwardMs = m_forwardMs;
         r.elapsedMs = std::chrono::duration<double, std::milli>(Clock::now() - m_started).count();
+        // Read at the end: a device's label counts the passes that fell back to the CPU.
+        r.forward = m_model.device() ? m_model.device()->label() : "CPU, " + std::to_string(m_model.threads()) + " threads";
         return r;
     }
 
@@ -1093,13 +1095,23 @@ Result<EvalResult> runEval(const EvalSpec& spec, const EvalCallbacks& callbacks,
     if (!model)
         return model.error();
     retainFreedMemory();
+    std::string forwardNote;
+    if (callbacks.prepare) {
+        auto note = callbacks.prepare(*model);
+        if (!note)
+            return note.error();
+        forwardNote = std::move(note).value();
+    }
     const std::vector<std::int32_t> tokens = std::move(read->tokens);
     const std::unique_ptr<lm::Tokenizer> tokenizer = std::move(read->tokenizer);
     const lm::Tokenizer& t = *tokenizer;
     auto result = runEval(spec, *model, tokens, t.bos(), callbacks, [&t](std::int32_t id) { return t.tokenBytes(id); },
                           shard, reuse);
-    if (result)
+    if (result) {
         result->tokenizer = t.kind();
+        if (!forwardNote.empty())
+            result->forward += " (" + forwardNote + ")";
+    }
     return result;
 }
 

@@ -26,6 +26,11 @@ struct EvalCallbacks {
     /// After each chunk: what has been scored so far (summaries and attribution rows over the
     /// chunks done, chunksScored counting them), for a view that fills in as the run goes.
     std::function<void(const EvalResult& sofar)> partial;
+    /// Called by runEval(spec, ...) once the model is loaded, before anything runs on it: installs a
+    /// forward device built outside core (lm::Transformer::setDevice; the app's OpenCL forward, as the
+    /// spec's backend and device ask) or leaves the CPU. Returns a note on the choice for the run's
+    /// files ("auto: ...", "" for none); an error ends the run.
+    std::function<Result<std::string>(lm::Transformer& model)> prepare;
 };
 
 /// The quantized cache of one configuration: for every (layer, KV head) its K and V path plans, from

@@ -45,6 +45,9 @@ public:
     std::uint64_t storedBytes() const;
     /// The parts' type names ("bf16", or "q4_K+q6_K" when they differ).
     std::string typeName() const;
+    /// The stored parts, top to bottom (a forward device uploads them as stored).
+    std::size_t partCount() const { return m_parts.size(); }
+    const StoredRows& part(std::size_t i) const { return m_parts[i].rows; }
 
     /// Logical rows [r0, r0 + n) as float32 into `out` ([n x cols], row-major).
     void toFloat(std::int64_t r0, std::int64_t n, float* out) const;

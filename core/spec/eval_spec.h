@@ -5,6 +5,7 @@
 
 #include "core/common/result.h"
 #include "core/quant/scheme.h"
+#include "core/spec/spec.h"
 
 #include <cstdint>
 #include <string>
@@ -55,6 +56,13 @@ struct EvalSpec {
     bool parseSpecialTokens = true;  ///< byte-level BPE: match special tokens in the text
     int threads = 0;                 ///< worker threads of a forward (0: all)
     double memoryLimitMb = 0.0;      ///< 0: lm::defaultMemoryLimitMiB() (most of physical memory)
+    /// Where the forward passes run: cpu; opencl (the OpenCL device `device` names: an index or a name
+    /// substring, else $KVLENS_OPENCL_DEVICE, the first GPU, the first CPU device); auto (whichever of
+    /// the two ran one timed chunk faster). The app installs the device (EvalCallbacks::prepare); core
+    /// alone computes on the CPU. JSON "backend", "device", written only when not cpu / empty. They
+    /// arrange where, not what: evalSpecHash leaves them out, as it does threads.
+    BackendKind backend = BackendKind::Cpu;
+    std::string device;
     bool operator==(const EvalSpec&) const = default;
 
     std::uint64_t seed(int index) const { return firstSeed + static_cast<std::uint64_t>(index); }
@@ -89,7 +97,8 @@ bool isEvalSpecText(std::string_view text);
 /// Parses an eval spec: {"kvlens_eval": 1, "name", "model", "text" | "tokens", "ctx", "chunks",
 /// "calibration_tokens", "schemes" (names, compositions, {"allocation": FILE}: one configuration
 /// whose layers take the file's widths or llama.cpp types, or {"name", "layers": [scheme, ...]}), "budgets", "seeds": {"first", "count"},
-/// "residual", "attribution" (none | layers | heads), "parse_special", "threads", "memory_limit_mb"}.
+/// "residual", "attribution" (none | layers | heads), "parse_special", "threads", "memory_limit_mb",
+/// "query_conversion" (ggml | none), "backend" (cpu | opencl | auto), "device" (an index or a name)}.
 /// Relative paths are looked up in `baseDirectory` first. Strict, as specFromJson; checkEvalSpec
 /// runs on the result.
 Result<EvalSpec> evalSpecFromJson(std::string_view text, const std::string& baseDirectory = {});

@@ -829,7 +829,7 @@ EvalSpec evalFromJson(const json& j, const std::string& baseDirectory)
 {
     checkKeys(j, "", {"kvlens_eval", "name", "model", "text", "tokens", "ctx", "chunks", "calibration_tokens", "schemes",
                       "budgets", "seeds", "residual", "attribution", "parse_special", "threads", "memory_limit_mb",
-                      "query_conversion"});
+                      "query_conversion", "backend", "device"});
     EvalSpec s;
     const int version = getInt(j["kvlens_eval"], "kvlens_eval");
     if (version != 1)
@@ -928,6 +928,17 @@ EvalSpec evalFromJson(const json& j, const std::string& baseDirectory)
                                                  "cache types) or \"none\" (float32 queries: the codec alone), got '" + q + "'"};
         s.ggmlQueryConversion = q == "ggml";
     }
+    if (j.contains("backend")) {
+        const std::string b = getString(j["backend"], "backend");
+        const auto parsed = parseBackendText(b);
+        if (!parsed || !parsed->fallback.empty())
+            throw FieldError{"backend", "must be one of cpu, opencl, auto, got " + io::describeJson(j["backend"])};
+        s.backend = parsed->kind;
+    }
+    if (j.contains("device")) {
+        const json& dev = j["device"];
+        s.device = dev.is_number_integer() ? std::to_string(dev.get<long long>()) : getString(dev, "device");
+    }
     return s;
 }
 
@@ -1005,6 +1016,11 @@ std::string evalSpecToJson(const EvalSpec& s, int indent)
     j["threads"] = s.threads;
     j["memory_limit_mb"] = s.memoryLimitMb;
     j["query_conversion"] = s.ggmlQueryConversion ? "ggml" : "none";
+    // Written only when asked for: a spec that computes on the CPU reads (and hashes) as before.
+    if (s.backend != BackendKind::Cpu)
+        j["backend"] = std::string(backendKindName(s.backend));
+    if (!s.device.empty())
+        j["device"] = s.device;
     return io::dumpJson(j, indent);
 }
 

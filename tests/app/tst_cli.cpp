@@ -230,9 +230,8 @@ private slots:
             {{"--batch", spec, "--out", "o", "--validate"},
              "kvlens: --validate: an evaluation (EVAL.json) does not take it (it is an option of --batch SPEC.json "
              "--validate)\n"},
-            {{"--batch", spec, "--out", "o", "--backend", "cpu"},
-             "kvlens: --backend: an evaluation (EVAL.json) does not take it (it is an option of the window and --batch "
-             "SPEC.json)\n"},
+            // An evaluation takes --backend (where its forward runs), and refuses a backend there is not.
+            {{"--batch", spec, "--out", "o", "--backend", "cuda"}, "kvlens: --backend: must be cpu, opencl or auto, got 'cuda'\n"},
             {{"--shard", "0/2"}, "kvlens: --shard: the window does not take it (it is an option of --batch SPEC.json and --batch EVAL.json)\n"},
             {{"--batch", "default", "--validate", "--out", "o", "--no-figures"},
              "kvlens: --no-figures: a validation (--validate) does not take it (it is an option of --batch SPEC.json, "

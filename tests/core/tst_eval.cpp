@@ -569,9 +569,12 @@ private slots:
         QVERIFY(summary.rfind("# scored: positions ctx/2 .. ctx-2", 0) == 0);
         QVERIFY(summary.find("\nexact,fixed,1,32,32,62,") != std::string::npos);
         const std::string tokens = tokensCsv(*r);
-        // The convention line, the query line, the column header, 62 tokens of each configuration.
-        QCOMPARE(static_cast<int>(std::count(tokens.begin(), tokens.end(), '\n')), 3 + 2 * 62);
+        // The convention line, the query line, where the forward ran, the column header, 62 tokens of
+        // each configuration.
+        QCOMPARE(static_cast<int>(std::count(tokens.begin(), tokens.end(), '\n')), 4 + 2 * 62);
         QVERIFY(tokens.find("\n# queries: converted to the key type's vec_dot_type") != std::string::npos);
+        QVERIFY(tokens.find("\n# forward: CPU, 2 threads\n") != std::string::npos);
+        QVERIFY(reportText(*r).find("\nforward: CPU, 2 threads\n") != std::string::npos);
         QVERIFY(summary.find(",f32,1,1,") != std::string::npos); // exact: float32 queries, every key from the cache
         QCOMPARE(escapeTokenText(std::string("a\n\t\\\x01")), std::string("a\\n\\t\\\\\\x01"));
         const std::string layers = layersCsv(*r);
