@@ -28,9 +28,7 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
-#include <QFutureWatcher>
 #include <QTime>
-#include <QtConcurrent/QtConcurrentRun>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QPushButton>
@@ -458,7 +456,7 @@ void MainWindow::startRun()
     const auto spec = beginJob(requestId);
     if (!spec)
         return;
-    m_overlayJobs.start(); // an overlay still merging is dropped: the new run's data belong in the views
+    m_overlayJob.supersede(); // an overlay still merging is dropped: the new run's data belong in the views
     m_progress->setRange(0, static_cast<int>(std::min<long long>(spec->trialCount(), 1 << 30)));
     m_progress->setValue(0);
     clearEta();
@@ -941,43 +939,58 @@ bool MainWindow::overlayWithKept(int index)
         return false;
     const KeptRun a = m_kept[static_cast<std::size_t>(index)];
     const KeptRun b = m_kept.back();
-    const quint64 id = m_overlayJobs.start();
-    struct Outcome {
-        quint64 request = 0;
-        widgets::ViewData data;
-        QString error;
-    };
     setMessage(QStringLiteral("overlaying A (%1) and B (%2)…").arg(a.time, b.time), false);
-    auto* watcher = new QFutureWatcher<Outcome>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, a, b] {
-        const Outcome outcome = watcher->result();
-        watcher->deleteLater();
-        if (!m_overlayJobs.accept(outcome.request))
-            return;
-        if (!outcome.error.isEmpty()) {
-            setMessage(QStringLiteral("cannot overlay: ") + outcome.error, true);
-            emit overlayShown(outcome.error);
-            return;
-        }
-        showData(outcome.data);
-        setMessage(QStringLiteral("overlay: A = %1 (%2), B = %3 (%4); series are named A/scheme and B/scheme; the "
-                                  "next run leaves the overlay")
-                       .arg(a.name, a.time, b.name, b.time),
-                   false);
-        emit overlayShown(QString());
-    });
-    watcher->setFuture(QtConcurrent::run([id, a, b] {
-        Outcome out;
-        out.request = id;
-        auto merged = overlayRuns({{"A", a.results.get()}, {"B", b.results.get()}});
-        if (!merged) {
-            out.error = QString::fromStdString(merged.error().text());
+    m_overlayJob.start(
+        [a, b](const auto&) {
+            OverlayOutcome out;
+            auto merged = overlayRuns({{"A", a.results.get()}, {"B", b.results.get()}});
+            if (!merged) {
+                out.error = QString::fromStdString(merged.error().text());
+                return out;
+            }
+            out.data = widgets::makeViewData(std::make_shared<const ResultSet>(std::move(*merged)), false);
             return out;
-        }
-        out.data = widgets::makeViewData(std::make_shared<const ResultSet>(std::move(*merged)), false);
-        return out;
-    }));
+        },
+        [this, a, b](const OverlayOutcome& outcome) {
+            if (!outcome.error.isEmpty()) {
+                setMessage(QStringLiteral("cannot overlay: ") + outcome.error, true);
+                emit overlayShown(outcome.error);
+                return;
+            }
+            showData(outcome.data);
+            setMessage(QStringLiteral("overlay: A = %1 (%2), B = %3 (%4); series are named A/scheme and B/scheme; the "
+                                      "next run leaves the overlay")
+                           .arg(a.name, a.time, b.name, b.time),
+                       false);
+            emit overlayShown(QString());
+        });
     return true;
+}
+
+void MainWindow::showComparison(const CompareOutcome& outcome, const KeptRun& a, const KeptRun& b)
+{
+    if (!outcome.comparison) {
+        m_compareDiff.clear();
+        m_compareLabel->setText(outcome.error);
+        m_compareView->setComparison(nullptr);
+        emit comparisonShown(outcome.error);
+        return;
+    }
+    const RunComparison& c = *outcome.comparison;
+    QStringList diff;
+    for (const SpecDifference& d : c.specDiff)
+        diff << QStringLiteral("%1: %2 → %3")
+                    .arg(QString::fromStdString(d.path), QString::fromStdString(d.a.empty() ? "(none)" : d.a),
+                         QString::fromStdString(d.b.empty() ? "(none)" : d.b));
+    m_compareDiff = diff.join(QLatin1Char('\n'));
+    m_compareLabel->setText(QStringLiteral("<b>A</b>: %1 · %2<br><b>B</b>: %3 · %4<br>spec difference: %5%6")
+                                .arg(a.name.toHtmlEscaped(), a.time, b.name.toHtmlEscaped(), b.time)
+                                .arg(diff.isEmpty() ? QStringLiteral("none") : diff.join(QStringLiteral("; ")).toHtmlEscaped())
+                                .arg(c.pairingNote.empty()
+                                         ? QString()
+                                         : QStringLiteral("<br>unpaired: ") + QString::fromStdString(c.pairingNote).toHtmlEscaped()));
+    m_compareView->setComparison(outcome.comparison);
+    emit comparisonShown(QString());
 }
 
 bool MainWindow::compareWithKept(int index)
@@ -1002,59 +1015,25 @@ bool MainWindow::compareWithKept(int index)
     m_compareLabel->setText(QStringLiteral("comparing A (%1, %2) with B (%3, %4)…").arg(a.name, a.time, b.name, b.time));
     m_compareWindow->show();
     m_compareWindow->raise();
-    const quint64 id = m_compareJobs.start();
-    struct Outcome {
-        quint64 request = 0;
-        std::shared_ptr<const RunComparison> comparison;
-        QString error;
-    };
-    auto* watcher = new QFutureWatcher<Outcome>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, a, b] {
-        const Outcome outcome = watcher->result();
-        watcher->deleteLater();
-        if (!m_compareJobs.accept(outcome.request))
-            return;
-        if (!outcome.comparison) {
-            m_compareDiff.clear();
-            m_compareLabel->setText(outcome.error);
-            m_compareView->setComparison(nullptr);
-            emit comparisonShown(outcome.error);
-            return;
-        }
-        const RunComparison& c = *outcome.comparison;
-        QStringList diff;
-        for (const SpecDifference& d : c.specDiff)
-            diff << QStringLiteral("%1: %2 → %3")
-                        .arg(QString::fromStdString(d.path), QString::fromStdString(d.a.empty() ? "(none)" : d.a),
-                             QString::fromStdString(d.b.empty() ? "(none)" : d.b));
-        m_compareDiff = diff.join(QLatin1Char('\n'));
-        m_compareLabel->setText(QStringLiteral("<b>A</b>: %1 · %2<br><b>B</b>: %3 · %4<br>spec difference: %5%6")
-                                    .arg(a.name.toHtmlEscaped(), a.time, b.name.toHtmlEscaped(), b.time)
-                                    .arg(diff.isEmpty() ? QStringLiteral("none") : diff.join(QStringLiteral("; ")).toHtmlEscaped())
-                                    .arg(c.pairingNote.empty()
-                                             ? QString()
-                                             : QStringLiteral("<br>unpaired: ") + QString::fromStdString(c.pairingNote).toHtmlEscaped()));
-        m_compareView->setComparison(outcome.comparison);
-        emit comparisonShown(QString());
-    });
     // Numerics off the GUI thread: each run as its finished run directory would hold it.
-    watcher->setFuture(QtConcurrent::run([id, a, b] {
-        auto asDirectory = [](const KeptRun& k) {
-            RunDirectory d;
-            d.dir = "run of " + k.time.toStdString();
-            d.results = *k.results;
-            d.manifest = manifestFor(*k.results, k.results->spec, ShardId{});
-            return d;
-        };
-        Outcome out;
-        out.request = id;
-        auto r = compareRuns(asDirectory(a), asDirectory(b));
-        if (r)
-            out.comparison = std::make_shared<const RunComparison>(std::move(*r));
-        else
-            out.error = QString::fromStdString(r.error().text());
-        return out;
-    }));
+    m_compareJob.start(
+        [a, b](const auto&) {
+            auto asDirectory = [](const KeptRun& k) {
+                RunDirectory d;
+                d.dir = "run of " + k.time.toStdString();
+                d.results = *k.results;
+                d.manifest = manifestFor(*k.results, k.results->spec, ShardId{});
+                return d;
+            };
+            CompareOutcome out;
+            auto r = compareRuns(asDirectory(a), asDirectory(b));
+            if (r)
+                out.comparison = std::make_shared<const RunComparison>(std::move(*r));
+            else
+                out.error = QString::fromStdString(r.error().text());
+            return out;
+        },
+        [this, a, b](const CompareOutcome& outcome) { showComparison(outcome, a, b); });
     return true;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/spec/result.h"
 #include "core/spec/spec.h"
+#include "widgets/background_job.h"
 #include "widgets/figure_export.h"
 #include "widgets/job_tracker.h"
 #include "widgets/view_data.h"
@@ -23,6 +24,10 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QTabWidget;
+
+namespace kvlens {
+struct RunComparison;
+}
 
 namespace kvlens::widgets {
 class ControlPanel;
@@ -186,13 +191,24 @@ private:
     std::vector<KeptRun> m_kept;
     QMenu* m_runsMenu = nullptr;
     QMenu* m_overlayMenu = nullptr;
-    widgets::JobTracker m_overlayJobs;
+    /// An overlay of two kept runs, merged off the GUI thread.
+    struct OverlayOutcome {
+        widgets::ViewData data;
+        QString error;
+    };
+    widgets::BackgroundJob<OverlayOutcome> m_overlayJob{this};
     QWidget* m_compareWindow = nullptr;
     widgets::RunCompareView* m_compareView = nullptr;
     QLabel* m_compareLabel = nullptr;
     QString m_compareDiff;
-    widgets::JobTracker m_compareJobs;
+    /// A comparison of two kept runs, computed off the GUI thread.
+    struct CompareOutcome {
+        std::shared_ptr<const RunComparison> comparison;
+        QString error;
+    };
+    widgets::BackgroundJob<CompareOutcome> m_compareJob{this};
     void rebuildRunsMenu();
+    void showComparison(const CompareOutcome& outcome, const KeptRun& a, const KeptRun& b);
     std::vector<widgets::ResultView*> m_views;
     widgets::ValidationView* m_validation = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -22,7 +22,7 @@ using nlohmann::json;
 namespace {
 
 constexpr std::string_view kMagic = "KVLEVAL1";
-constexpr std::uint32_t kFormatVersion = 2; // 2: the forward's label (EvalResult::forward) after the hashes
+constexpr std::uint32_t kFormatVersion = 2; // 2: where the forward ran (EvalResult::forward), after the forward timings
 constexpr const char* kManifestFormat = "kvlens-eval-shard";
 
 /// Little-endian writer.
