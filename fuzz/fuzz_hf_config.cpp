@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                        && c.headDim <= kMaxHeadDim && c.intermediate >= 1 && c.intermediate <= kMaxIntermediate
                        && c.vocab >= 1 && c.vocab <= kMaxVocab && c.maxPositions >= 1 && c.maxPositions <= kMaxPositions
                        && c.normEps > 0 && c.normEps <= 1 && c.slidingWindow >= 0;
-    const bool rope = c.isGpt2() ? c.ropeTheta == 0.0 : (c.headDim % 2 == 0 && c.ropeTheta > 1 && c.ropeTheta <= kMaxRopeTheta);
+    const bool rope = c.arch().positions != PositionKind::Rope ? c.ropeTheta == 0.0 : (c.headDim % 2 == 0 && c.ropeTheta > 1 && c.ropeTheta <= kMaxRopeTheta);
     if (!sizes || !rope || c.maxChunkTokens() < 1 || c.nonEmbeddingParameters() <= 0 || !(c.flopsPerToken(512) > 0)
         || c.summary().empty())
         std::abort();

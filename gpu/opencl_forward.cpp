@@ -230,21 +230,8 @@ private:
 
     void allocateDamage()
     {
-        lm::AttentionDamage d;
-        d.start = m_o.damage->start;
-        d.count = static_cast<int>(m_t) - d.start;
-        d.layers = m_c.layers;
-        d.heads = m_c.heads;
-        d.kvHeads = m_c.kvHeads;
+        lm::AttentionDamage d = lm::emptyDamage(m_c, *m_o.damage, static_cast<int>(m_t));
         const auto oracle = static_cast<std::size_t>(d.layers) * d.heads * d.count;
-        const auto side = static_cast<std::size_t>(d.layers) * d.kvHeads * d.count;
-        d.kl.assign(oracle, 0.0f);
-        d.fisher.assign(oracle, 0.0f);
-        d.a2.assign(oracle, 0.0f);
-        d.outErr.assign(oracle, 0.0f);
-        d.relK.assign(side, 0.0f);
-        d.relV.assign(side, 0.0f);
-        d.calibScoreErr.assign(side, m_o.damage->queryMoments ? 0.0f : std::numeric_limits<float>::quiet_NaN());
         for (const char* name : {"dkl", "dfisher", "da2", "dout"}) {
             const float zero = 0.0f;
             m_r.queue().enqueueFillBuffer(buffer(name, oracle), zero, 0, oracle * sizeof(float));

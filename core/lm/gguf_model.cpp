@@ -24,11 +24,11 @@ namespace fs = std::filesystem;
 namespace {
 
 /// Thrown inside configFromGguf only, caught there and returned as an Error.
-struct Refusal {
+struct GgufRefusal {
     std::string message;
 };
 
-std::string keyText(std::string_view key)
+std::string ggufKeyText(std::string_view key)
 {
     return "key " + io::quoteName(key);
 }
@@ -43,7 +43,7 @@ template <class T>
 T take(Result<T> value)
 {
     if (!value)
-        throw Refusal{value.error().message};
+        throw GgufRefusal{value.error().message};
     return std::move(*value);
 }
 
@@ -64,10 +64,10 @@ public:
         if (!v) {
             if (fallback)
                 return *fallback;
-            throw Refusal{keyText(k) + " is missing"};
+            throw GgufRefusal{ggufKeyText(k) + " is missing"};
         }
         if (v->isArray())
-            throw Refusal{keyText(k) + " is " + v->typeText() + ": it must be an integer"};
+            throw GgufRefusal{ggufKeyText(k) + " is " + v->typeText() + ": it must be an integer"};
         return fit(k, scalar(k));
     }
 
@@ -80,12 +80,12 @@ public:
         if (!v || !v->isArray())
             return integer(suffix, fallback);
         if (v->count != static_cast<std::uint64_t>(layers))
-            throw Refusal{keyText(k) + " is " + v->typeText() + ": a per-layer array needs one value per block ("
+            throw GgufRefusal{ggufKeyText(k) + " is " + v->typeText() + ": a per-layer array needs one value per block ("
                           + std::to_string(layers) + ")"};
         const std::vector<std::int32_t> values = take(m_gguf.getArray<std::int32_t>(k));
         for (std::size_t i = 1; i < values.size(); ++i)
             if (values[i] != values[0])
-                throw Refusal{keyText(k) + " differs between layers (" + std::to_string(values[0]) + " in layer 0, "
+                throw GgufRefusal{ggufKeyText(k) + " differs between layers (" + std::to_string(values[0]) + " in layer 0, "
                               + std::to_string(values[i]) + " in layer " + std::to_string(i)
                               + "): layers of different shapes are not implemented"};
         return values.empty() ? 0 : values[0];
@@ -112,7 +112,7 @@ private:
     static int fit(const std::string& k, std::int64_t v)
     {
         if (!std::in_range<int>(v))
-            throw Refusal{keyText(k) + " = " + std::to_string(v) + " is out of range: it must be an integer of 32 bits"};
+            throw GgufRefusal{ggufKeyText(k) + " = " + std::to_string(v) + " is out of range: it must be an integer of 32 bits"};
         return static_cast<int>(v);
     }
 
@@ -127,24 +127,24 @@ const ArchitectureInfo& architectureOf(const io::GgufFile& gguf)
     for (const ArchitectureInfo& a : architectures())
         if (a.ggufName == name)
             return a; // the first row: Llama for "llama" (Mistral files say "llama" too)
-    throw Refusal{keyText("general.architecture") + " = " + io::quoteName(name)
+    throw GgufRefusal{ggufKeyText("general.architecture") + " = " + io::quoteName(name)
                   + " is not supported (llama: Llama 1-3, Mistral, TinyLlama, SmolLM; qwen2; gpt2)"};
 }
 
 ConfigKeys ggufKeys(const Metadata& m)
 {
     ConfigKeys k;
-    k.layers = keyText(m.key("block_count"));
-    k.hidden = keyText(m.key("embedding_length"));
-    k.heads = keyText(m.key("attention.head_count"));
-    k.kvHeads = keyText(m.key("attention.head_count_kv"));
-    k.intermediate = keyText(m.key("feed_forward_length"));
+    k.layers = ggufKeyText(m.key("block_count"));
+    k.hidden = ggufKeyText(m.key("embedding_length"));
+    k.heads = ggufKeyText(m.key("attention.head_count"));
+    k.kvHeads = ggufKeyText(m.key("attention.head_count_kv"));
+    k.intermediate = ggufKeyText(m.key("feed_forward_length"));
     k.vocab = "the rows of " + tensorText("token_embd.weight");
-    k.maxPositions = keyText(m.key("context_length"));
-    k.ropeTheta = keyText(m.key("rope.freq_base"));
-    k.slidingWindow = keyText(m.key("attention.sliding_window"));
-    k.headDim = keyText(m.key("attention.key_length"));
-    k.ropeFactor = keyText(m.key("rope.scaling.factor"));
+    k.maxPositions = ggufKeyText(m.key("context_length"));
+    k.ropeTheta = ggufKeyText(m.key("rope.freq_base"));
+    k.slidingWindow = ggufKeyText(m.key("attention.sliding_window"));
+    k.headDim = ggufKeyText(m.key("attention.key_length"));
+    k.ropeFactor = ggufKeyText(m.key("rope.scaling.factor"));
     k.ropeFactors = tensorText("rope_freqs.weight");
     return k;
 }
@@ -160,21 +160,21 @@ void readSizes(const Metadata& m, ModelConfig& c, ConfigKeys& names)
     c.kvHeads = m.perLayer("attention.head_count_kv", layers, c.heads);
     c.headDim = m.integer("attention.key_length", 0);
     if (m.has("attention.key_length") && c.headDim == 0)
-        throw Refusal{names.headDim + " = 0: it must be a positive integer"};
+        throw GgufRefusal{names.headDim + " = 0: it must be a positive integer"};
     c.maxPositions = m.integer("context_length");
     c.contextKey = m.key("context_length");
     if (m.integer("expert_count", 0) > 0)
-        throw Refusal{keyText(m.key("expert_count")) + " = " + std::to_string(m.integer("expert_count"))
+        throw GgufRefusal{ggufKeyText(m.key("expert_count")) + " = " + std::to_string(m.integer("expert_count"))
                       + ": mixture-of-experts models are not implemented"};
     const bool layerNorm = c.arch().norm == NormKind::Layer;
     const char* eps = layerNorm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
-    names.normEps = keyText(m.key(eps));
+    names.normEps = ggufKeyText(m.key(eps));
     const std::optional<float> e = m.number(eps);
     if (!e)
-        throw Refusal{names.normEps + " is missing"};
+        throw GgufRefusal{names.normEps + " is missing"};
     c.normEps = static_cast<double>(*e);
     if (c.architecture == Architecture::Gpt2 && c.kvHeads != c.heads)
-        throw Refusal{names.kvHeads + " = " + std::to_string(c.kvHeads) + ": GPT-2 has as many KV heads as heads ("
+        throw GgufRefusal{names.kvHeads + " = " + std::to_string(c.kvHeads) + ": GPT-2 has as many KV heads as heads ("
                       + std::to_string(c.heads) + ")"};
 }
 
@@ -184,21 +184,21 @@ void readTensorFacts(const Metadata& m, ModelConfig& c)
     const io::GgufFile& g = m.file();
     const io::GgufTensor* embed = g.findTensor("token_embd.weight");
     if (!embed)
-        throw Refusal{tensorText("token_embd.weight") + " is missing: the vocabulary is its rows"};
+        throw GgufRefusal{tensorText("token_embd.weight") + " is missing: the vocabulary is its rows"};
     if (embed->dims.size() != 2)
-        throw Refusal{tensorText("token_embd.weight") + " has " + std::to_string(embed->dims.size())
+        throw GgufRefusal{tensorText("token_embd.weight") + " has " + std::to_string(embed->dims.size())
                       + " dimensions: the embedding is a [vocab x hidden] matrix"};
     const std::uint64_t rows = embed->dims[1];
     if (rows > static_cast<std::uint64_t>(kMaxVocab))
-        throw Refusal{tensorText("token_embd.weight") + " has " + std::to_string(rows)
+        throw GgufRefusal{tensorText("token_embd.weight") + " has " + std::to_string(rows)
                       + " rows: the vocabulary must be an integer in [1, " + std::to_string(kMaxVocab) + "]"};
     c.vocab = static_cast<int>(rows);
     if (const io::GgufValue* tokens = g.find("tokenizer.ggml.tokens"); tokens && tokens->isArray() && tokens->count > rows)
-        throw Refusal{keyText("tokenizer.ggml.tokens") + " lists " + std::to_string(tokens->count) + " tokens, more than the "
+        throw GgufRefusal{ggufKeyText("tokenizer.ggml.tokens") + " lists " + std::to_string(tokens->count) + " tokens, more than the "
                       + std::to_string(rows) + " rows of " + tensorText("token_embd.weight")
                       + " (an embedding may be larger than the vocabulary, not smaller)"};
     if (m.has("vocab_size") && static_cast<std::uint64_t>(m.integer("vocab_size")) != rows)
-        throw Refusal{keyText(m.key("vocab_size")) + " = " + std::to_string(m.integer("vocab_size")) + ", but "
+        throw GgufRefusal{ggufKeyText(m.key("vocab_size")) + " = " + std::to_string(m.integer("vocab_size")) + ", but "
                       + tensorText("token_embd.weight") + " has " + std::to_string(rows) + " rows"};
     c.tiedEmbeddings = g.findTensor("output.weight") == nullptr;
     switch (c.architecture) {
@@ -215,15 +215,15 @@ std::vector<float> ropeFactors(const io::GgufTensor& t, std::span<const std::uin
 {
     const std::string name = tensorText(t.name);
     if (t.dims.size() != 1)
-        throw Refusal{name + " has " + std::to_string(t.dims.size()) + " dimensions: it holds one factor per frequency"};
+        throw GgufRefusal{name + " has " + std::to_string(t.dims.size()) + " dimensions: it holds one factor per frequency"};
     if (t.type != ggml::GgmlType::F32 && t.type != ggml::GgmlType::F16 && t.type != ggml::GgmlType::BF16)
-        throw Refusal{name + " has type " + std::string(ggml::ggmlName(t.type)) + ": rope factors must be F32, F16 or BF16"};
+        throw GgufRefusal{name + " has type " + std::string(ggml::ggmlName(t.type)) + ": rope factors must be F32, F16 or BF16"};
     if (t.dims[0] > static_cast<std::uint64_t>(kMaxHeadDim / 2))
-        throw Refusal{name + " holds " + std::to_string(t.dims[0]) + " factors: at most "
+        throw GgufRefusal{name + " holds " + std::to_string(t.dims[0]) + " factors: at most "
                       + std::to_string(kMaxHeadDim / 2) + " (one per frequency of a head of at most "
                       + std::to_string(kMaxHeadDim) + ")"};
     if (t.offset > fileBytes.size() || t.bytes > fileBytes.size() - t.offset)
-        throw Refusal{name + " lies past the end of the file (" + std::to_string(fileBytes.size()) + " bytes)"};
+        throw GgufRefusal{name + " lies past the end of the file (" + std::to_string(fileBytes.size()) + " bytes)"};
     std::vector<float> factors(static_cast<std::size_t>(t.dims[0]));
     ggml::dequantizeRow(t.type, fileBytes.data() + t.offset, factors.data(), static_cast<std::int64_t>(factors.size()));
     return factors;
@@ -235,7 +235,7 @@ void readRope(const Metadata& m, ModelConfig& c, std::span<const std::uint8_t> f
     // llama.cpp reads a missing type as "linear" and a missing or zero factor as 1 (no scaling).
     const std::string type = m.text("rope.scaling.type").value_or("linear");
     if (type != "none" && type != "linear")
-        throw Refusal{keyText(m.key("rope.scaling.type")) + " = " + io::quoteName(type)
+        throw GgufRefusal{ggufKeyText(m.key("rope.scaling.type")) + " = " + io::quoteName(type)
                       + " is not implemented (none, linear, or a rope_freqs tensor)"};
     std::optional<float> factor = m.number("rope.scaling.factor");
     if (!factor)
@@ -245,11 +245,11 @@ void readRope(const Metadata& m, ModelConfig& c, std::span<const std::uint8_t> f
         c.ropeScaling.factor = static_cast<double>(*factor);
     }
     if (const std::optional<float> attn = m.number("rope.scaling.attn_factor"); attn && *attn != 1.0f)
-        throw Refusal{keyText(m.key("rope.scaling.attn_factor")) + " = " + std::to_string(*attn)
+        throw GgufRefusal{ggufKeyText(m.key("rope.scaling.attn_factor")) + " = " + std::to_string(*attn)
                       + ": scaled rotary magnitudes are not implemented (only 1)"};
     if (const io::GgufTensor* freqs = m.file().findTensor("rope_freqs.weight")) {
         if (c.ropeScaling.kind != RopeScaling::Kind::None)
-            throw Refusal{tensorText("rope_freqs.weight") + " and linear scaling (" + keyText(m.key("rope.scaling.factor"))
+            throw GgufRefusal{tensorText("rope_freqs.weight") + " and linear scaling (" + ggufKeyText(m.key("rope.scaling.factor"))
                           + ") together are not implemented"};
         c.ropeScaling.kind = RopeScaling::Kind::Factors;
         c.ropeScaling.factors = ropeFactors(*freqs, fileBytes);
@@ -261,7 +261,7 @@ void readSlidingWindow(const Metadata& m, ModelConfig& c)
     if (!m.has("attention.sliding_window"))
         return;
     if (c.architecture != Architecture::Llama)
-        throw Refusal{keyText(m.key("attention.sliding_window")) + " is given: a sliding window is implemented for "
+        throw GgufRefusal{ggufKeyText(m.key("attention.sliding_window")) + " is given: a sliding window is implemented for "
                       "llama (Mistral) files only"};
     c.slidingWindow = m.integer("attention.sliding_window");
     if (c.slidingWindow > 0)
@@ -274,14 +274,14 @@ void checkHeadDimensions(const Metadata& m, const ModelConfig& c)
     const int derived = c.hidden / c.heads; // llama.cpp's default for both key and value lengths
     const int value = m.integer("attention.value_length", derived);
     if (value != c.headDim)
-        throw Refusal{keyText(m.key("attention.value_length")) + (m.has("attention.value_length") ? " = " : " (absent: ")
+        throw GgufRefusal{ggufKeyText(m.key("attention.value_length")) + (m.has("attention.value_length") ? " = " : " (absent: ")
                       + std::to_string(value) + (m.has("attention.value_length") ? "" : ")") + " differs from the key length "
                       + std::to_string(c.headDim) + ": values and keys of different widths are not implemented"};
     if (c.arch().positions != PositionKind::Rope)
         return;
     const int rotated = m.integer("rope.dimension_count", c.headDim);
     if (rotated != c.headDim)
-        throw Refusal{keyText(m.key("rope.dimension_count")) + " = " + std::to_string(rotated) + ", but the head dimension is "
+        throw GgufRefusal{ggufKeyText(m.key("rope.dimension_count")) + " = " + std::to_string(rotated) + ", but the head dimension is "
                       + std::to_string(c.headDim) + ": partial rotary embeddings are not implemented"};
 }
 
@@ -330,7 +330,7 @@ Result<ModelConfig> configFromGguf(const io::GgufFile& gguf, const std::string& 
         if (auto ok = validateModelConfig(c, names); !ok)
             return ok.error();
         checkHeadDimensions(m, c);
-    } catch (const Refusal& r) {
+    } catch (const GgufRefusal& r) {
         return Error{label, r.message};
     }
     return c;

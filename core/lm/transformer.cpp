@@ -154,25 +154,7 @@ public:
     }
 
 private:
-    void allocateDamage()
-    {
-        AttentionDamage d;
-        d.start = m_o.damage->start;
-        d.count = static_cast<int>(m_t) - d.start;
-        d.layers = m_c.layers;
-        d.heads = m_c.heads;
-        d.kvHeads = m_c.kvHeads;
-        const auto oracle = static_cast<std::size_t>(d.layers) * d.heads * d.count;
-        const auto side = static_cast<std::size_t>(d.layers) * d.kvHeads * d.count;
-        d.kl.assign(oracle, 0.0f);
-        d.fisher.assign(oracle, 0.0f);
-        d.a2.assign(oracle, 0.0f);
-        d.outErr.assign(oracle, 0.0f);
-        d.relK.assign(side, 0.0f);
-        d.relV.assign(side, 0.0f);
-        d.calibScoreErr.assign(side, m_o.damage->queryMoments ? 0.0f : std::numeric_limits<float>::quiet_NaN());
-        m_damage = std::move(d);
-    }
+    void allocateDamage() { m_damage = emptyDamage(m_c, *m_o.damage, static_cast<int>(m_t)); }
 
     /// The first key query t attends to: t - W + 1 with a sliding window of W keys (Mistral), else 0.
     Index windowStart(Index t) const
@@ -675,6 +657,26 @@ Result<ForwardResult> Transformer::forward(std::span<const std::int32_t> tokens,
     if (m_device)
         return m_device->forward(*this, tokens, options);
     return forwardOnCpu(tokens, options);
+}
+
+AttentionDamage emptyDamage(const ModelConfig& config, const DamageRequest& request, int tokens)
+{
+    AttentionDamage d;
+    d.start = request.start;
+    d.count = tokens - d.start;
+    d.layers = config.layers;
+    d.heads = config.heads;
+    d.kvHeads = config.kvHeads;
+    const auto oracle = static_cast<std::size_t>(d.layers) * d.heads * d.count;
+    const auto side = static_cast<std::size_t>(d.layers) * d.kvHeads * d.count;
+    d.kl.assign(oracle, 0.0f);
+    d.fisher.assign(oracle, 0.0f);
+    d.a2.assign(oracle, 0.0f);
+    d.outErr.assign(oracle, 0.0f);
+    d.relK.assign(side, 0.0f);
+    d.relV.assign(side, 0.0f);
+    d.calibScoreErr.assign(side, request.queryMoments ? 0.0f : std::numeric_limits<float>::quiet_NaN());
+    return d;
 }
 
 Result<ForwardResult> Transformer::forwardOnCpu(std::span<const std::int32_t> tokens, const ForwardOptions& options) const

@@ -133,6 +133,11 @@ struct AttentionDamage {
     std::vector<float> calibScoreErr;
 };
 
+/// The damage record of a pass of `tokens` tokens, sized for `request` (positions request.start ..
+/// tokens - 1, every layer and head) and zero, calibScoreErr NaN where no query moments are given:
+/// what the CPU pass and a device pass fill in.
+AttentionDamage emptyDamage(const ModelConfig& config, const DamageRequest& request, int tokens);
+
 struct ForwardOptions {
     const KvCacheHook* cache = nullptr; ///< null: exact cache
     /// R > 0: query t sees EXACT K/V for keys t-R+1..t and the hook's for older keys (KIVI / Hugging

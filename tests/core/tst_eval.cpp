@@ -11,6 +11,7 @@
 #include "core/stats/spearman.h"
 #include "core/lm/tokenizer.h"
 #include "core/spec/allocation.h"
+#include "core/spec/eval_spec.h"
 #include "common/approx.h"
 #include "common/shipped_model.h"
 #include "common/closed_form_model.h"
@@ -526,6 +527,36 @@ private slots:
         r = runEval(spec, model(), tokens, std::nullopt);
         QVERIFY(!r.ok());
         QVERIFY2(r.error().field.find("schemes[0].k.residuals[0]") == 0, r.error().field.c_str());
+    }
+
+    void theSpecsLimitsAndPathsAreWhatTheySay_data()
+    {
+        // memory_limit_mb as JSON numbers from 2^44 (which wrapped to a false limit once) to past 2^64
+        // (undefined in a cast): each refused naming the field and its range, never converted.
+        QTest::addColumn<QString>("limit");
+        QTest::newRow("2^30 + 1") << QStringLiteral("1073741825");
+        QTest::newRow("2^44") << QStringLiteral("17592186044416");
+        QTest::newRow("2^64") << QStringLiteral("18446744073709551616");
+        QTest::newRow("1e300") << QStringLiteral("1e300");
+        QTest::newRow("negative") << QStringLiteral("-1");
+    }
+    void theSpecsLimitsAndPathsAreWhatTheySay()
+    {
+        QFETCH(QString, limit);
+        const std::string text = R"({"kvlens_eval": 1, "model": "m", "tokens": "t.npy", "schemes": ["KV"], "memory_limit_mb": )"
+                                 + limit.toStdString() + "}";
+        const auto r = evalSpecFromJson(text);
+        QVERIFY(!r.ok());
+        QCOMPARE(r.error().field, std::string("memory_limit_mb"));
+        QVERIFY2(r.error().message.find("[0, 1073741824]") != std::string::npos, r.error().message.c_str());
+        // A written spec names its files by absolute path, so it runs again from any folder.
+        EvalSpec s = specFor({"KV"}, {2});
+        s.modelDir = "relative/model";
+        s.tokensFile = "ids.npy";
+        const std::string written = evalSpecToJson(s);
+        const std::string cwd = std::filesystem::current_path().string();
+        QVERIFY2(written.find("\"" + cwd + "/relative/model\"") != std::string::npos, written.c_str());
+        QVERIFY2(written.find("\"" + cwd + "/ids.npy\"") != std::string::npos, written.c_str());
     }
 
     void aGroupedCodecSaysWhatItReads()

@@ -23,6 +23,13 @@ namespace {
 
 const std::string kDir = std::string(KVLENS_TEST_DATA_DIR) + "/eval_baseline";
 
+/// The Release build of the machine that wrote the baseline reproduces it bit for bit. Another
+/// compiler, optimisation level or SIMD width sums in another order: measured under Clang -O1 (the
+/// ASan tree), differences reach 2.6e-3 relative on dp_mean (a mean of signed values, so relative
+/// error is amplified by cancellation) and 1.6e-3 on a KLD interval's lower end. 1e-2 keeps a margin
+/// and still catches what a refactor breaks (ggml's query conversion alone moves q8_0's KLD by 17 %).
+constexpr double kRelative = 1e-2;
+
 /// A CSV's data rows as column name -> cell, comment lines ('#') skipped.
 struct Table {
     std::vector<std::string> header;
@@ -120,14 +127,15 @@ private slots:
         QVERIFY2(result.ok(), result.ok() ? "" : result.error().message.c_str());
         QCOMPARE(result->threads, 2);
         compareTables("eval_summary.csv", parseCsv(readFile(kDir + "/eval_summary.csv")),
-                      parseCsv(eval::summaryCsv(*result)), 1e-3);
+                      parseCsv(eval::summaryCsv(*result)), kRelative, 1e-7);
         compareTables("eval_layers.csv", parseCsv(readFile(kDir + "/eval_layers.csv")), parseCsv(eval::layersCsv(*result)),
-                      1e-3);
+                      kRelative, 1e-7);
         // The proxy study ranks tokens (Spearman) and resamples chunks, with eval's seed and count: on
-        // another CPU a near tie of two tokens' values may swap ranks, moving rho by ~1e-3 at most.
+        // another build a near tie of two tokens' values may swap ranks (measured: 2e-3 on an interval's
+        // end under Clang -O1); rho is compared to 2e-2 absolute.
         const auto proxies = eval::outputProxyStudy(*result, result->spec.seed(0) + 90, 200);
         compareTables("eval_proxies.csv", parseCsv(readFile(kDir + "/eval_proxies.csv")),
-                      parseCsv(eval::outputProxiesCsv(proxies)), 1e-3, 2e-3);
+                      parseCsv(eval::outputProxiesCsv(proxies)), kRelative, 2e-2);
     }
 };
 
