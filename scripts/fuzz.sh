@@ -63,7 +63,7 @@ fuzz_one() {
   elif [ "$target" = tokenizer_json ]; then
     cp tests/data/tokenizers/*.json "$corpus"/
   elif [ "$target" = tokenizer_model ]; then
-    cp tests/data/tokenizers/*.model "$corpus"/
+    cp tests/data/tokenizers/*.model tests/data/tokenizers/hostile/*.model "$corpus"/
   elif [ "$target" = tokenizer_vocab ]; then
     cp tests/data/tokenizers/vocab_*.txt "$corpus"/
   elif [ "$target" = hf_config ] || [ "$target" = weight_index ]; then

@@ -134,16 +134,32 @@ Result<CharsMap> CharsMap::parse(std::string_view blob, const std::string& label
     return map;
 }
 
+Status CharsMap::replacementAt(std::uint32_t value, std::string_view& replacement) const
+{
+    if (value >= m_strings.size())
+        return Error{m_label, "normalizer_spec.precompiled_charsmap: a rule's replacement offset " + std::to_string(value)
+                                  + " lies outside its " + std::to_string(m_strings.size()) + " bytes of strings"};
+    const char* begin = m_strings.data() + value;
+    const auto length = static_cast<std::size_t>(
+        static_cast<const char*>(std::memchr(begin, '\0', m_strings.size() - value)) - begin); // parse() checked the final NUL
+    replacement = std::string_view(begin, length);
+    if (const auto bad = firstInvalidUtf8(replacement))
+        return Error{m_label, "normalizer_spec.precompiled_charsmap: the replacement at offset " + std::to_string(value)
+                                  + " is not valid UTF-8"};
+    return Ok{};
+}
+
 Status CharsMap::lookup(std::string_view text, Rule& rule) const
 {
     rule = Rule{};
     if (m_units.empty())
         return Ok{};
-    // commonPrefixSearch(text, results, 32, text.size()) of darts.h, with each index checked.
+    // commonPrefixSearch(text, results, 32, text.size()) of darts.h, with each index checked. Every
+    // rule the walk passes is checked, not only the longest: a streamed text asks for its prefixes
+    // before the rest arrives, and must fail exactly where the whole text does.
     const std::uint64_t size = m_units.size();
     std::uint64_t node = unitOffset(m_units[0]);
     std::size_t results = 0;
-    std::uint32_t value = 0;
     std::size_t i = 0;
     for (; i < text.size(); ++i) {
         const auto b = static_cast<unsigned char>(text[i]);
@@ -156,25 +172,14 @@ Status CharsMap::lookup(std::string_view text, Rule& rule) const
             if (node >= size)
                 return Error{m_label, "normalizer_spec.precompiled_charsmap: a leaf index (" + std::to_string(node)
                                           + ") lies outside its " + std::to_string(size) + " units"};
+            if (auto ok = replacementAt(unitValue(m_units[node]), rule.replacement); !ok)
+                return ok;
             rule.length = i + 1;
-            value = unitValue(m_units[node]);
             if (++results == kCharsmapResults)
                 break;
         }
     }
     rule.open = i == text.size() && results < kCharsmapResults;
-    if (rule.length == 0)
-        return Ok{};
-    if (value >= m_strings.size())
-        return Error{m_label, "normalizer_spec.precompiled_charsmap: a rule's replacement offset " + std::to_string(value)
-                                  + " lies outside its " + std::to_string(m_strings.size()) + " bytes of strings"};
-    const char* begin = m_strings.data() + value;
-    const auto length = static_cast<std::size_t>(
-        static_cast<const char*>(std::memchr(begin, '\0', m_strings.size() - value)) - begin); // parse() checked the final NUL
-    rule.replacement = std::string_view(begin, length);
-    if (const auto bad = firstInvalidUtf8(rule.replacement))
-        return Error{m_label, "normalizer_spec.precompiled_charsmap: the replacement at offset " + std::to_string(value)
-                                  + " is not valid UTF-8"};
     return Ok{};
 }
 

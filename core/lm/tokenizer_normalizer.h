@@ -77,6 +77,8 @@ public:
     Status lookup(std::string_view text, Rule& rule) const;
 
 private:
+    /// The NUL-terminated replacement at `value` of the strings, checked (inside them, UTF-8).
+    Status replacementAt(std::uint32_t value, std::string_view& replacement) const;
     std::vector<std::uint32_t> m_units;
     std::string m_strings;
     std::string m_label;
